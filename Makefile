@@ -1,0 +1,98 @@
+# gpudirect.storage — developer entry points. Run as root on Debian 12 (the lab needs
+# namespaces, mounts and systemd-nspawn). `make demo` and `make test` are the two commands.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+N ?= 3
+LAB := lab/labctl
+LAB_INVENTORY := inventories/lab/hosts.yml
+COLLECTION_LINK := build/collections/ansible_collections/gpudirect/storage
+SANITY_ROOT := build/sanity/ansible_collections/gpudirect/storage
+PY312 ?= /root/.pyenv/versions/3.12.1/bin/python3
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help venv deps collection-link lab-up lab-down lab-status demo test test-unit \
+        test-sanity test-lint test-system bench build lock ansible-test-offline clean
+
+help:
+	@echo "make demo        venv + lab (N=$(N)) + playbooks/site.yml + verify.yml, prints the result"
+	@echo "make test        every test: unit, sanity, lint, lab, molecule, integration (pytest summary last)"
+	@echo "make venv        controller virtualenv from requirements/controller.txt"
+	@echo "make lab-up N=3  bring up N Debian 12 lab hosts; make lab-down tears them down"
+	@echo "make bench       benchmarks on the lab (N=3 and N=20), ratios in bench/RESULTS.md"
+
+$(BIN)/.stamp: requirements/controller.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements/controller.txt
+	touch $@
+
+venv: $(BIN)/.stamp collection-link
+
+deps:
+	tests/utils/install-system-deps.sh
+
+collection-link:
+	@mkdir -p $(dir $(COLLECTION_LINK))
+	@[ -L $(COLLECTION_LINK) ] || ln -s ../../../.. $(COLLECTION_LINK)
+
+lab-up: deps
+	$(LAB) up --name lab --n $(N) --inventory $(LAB_INVENTORY)
+
+lab-down:
+	$(LAB) down --name lab
+	rm -f $(LAB_INVENTORY)
+
+lab-status:
+	$(LAB) status
+
+demo: venv lab-up
+	$(BIN)/ansible-playbook playbooks/site.yml
+	$(BIN)/ansible-playbook playbooks/verify.yml
+	@echo
+	@echo "demo: playbooks/site.yml and playbooks/verify.yml ran against $(N) lab hosts ($(LAB_INVENTORY))."
+	@echo "demo: fleet report: $(CURDIR)/reports/ (gds-fleet.json, gds-fleet.md)"
+	@[ -f reports/gds-fleet.md ] && cat reports/gds-fleet.md || true
+	@echo "demo: the lab stays up for inspection; 'make lab-down' removes it."
+
+# Everything. pytest orchestrates the slow suites too (tests/system), so its summary line is
+# the last thing printed.
+test: venv deps ansible-test-offline
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/unit tests/system
+
+test-unit: venv
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/unit
+
+test-sanity: venv ansible-test-offline
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/system/test_sanity.py
+
+test-lint: venv
+	$(BIN)/ansible-lint --offline
+
+test-system: venv deps ansible-test-offline
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/system
+
+ansible-test-offline:
+	tests/utils/ansible-test-offline.sh
+
+bench: venv deps
+	bench/run
+
+build: venv
+	$(BIN)/ansible-galaxy collection build --force --output-path build/
+
+lock:
+	$(PYTHON) -m venv build/lockvenv
+	build/lockvenv/bin/pip install -q -r requirements/controller.in
+	{ echo "# Pinned controller requirements (Python 3.11). Generated from controller.in by \`make lock\`."; \
+	  build/lockvenv/bin/pip freeze; } > requirements/controller.txt
+
+clean:
+	-$(LAB) down --all
+	rm -rf build tests/output reports
