@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT
 
 TARGETS_DIR = os.path.join(ROOT, "tests", "integration", "targets")
 SKIP_ALIASES = {"disabled", "unsupported", "needs/gpu", "hidden"}

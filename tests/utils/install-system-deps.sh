@@ -3,7 +3,7 @@
 # Package names only: apt uses this machine's configured mirror.
 set -euo pipefail
 pkgs=(debootstrap systemd-container iproute2 dpkg-dev apt-utils gnupg openssh-client
-      dkms gcc make python3-venv rsync)
+      dkms gcc make python3-venv rsync chromium)
 # Debian's kernel headers for a real `dkms build` (this machine's own kernel has none).
 pkgs+=(linux-headers-amd64)
 missing=()
