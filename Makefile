@@ -17,7 +17,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv deps collection-link lab-up lab-down lab-status demo test test-unit \
+.PHONY: help venv deps aptrepo collection-link lab-up lab-down lab-status demo test test-unit \
         test-sanity test-lint test-system bench build lock ansible-test-offline clean
 
 help:
@@ -42,8 +42,11 @@ collection-link:
 	@mkdir -p $(dir $(COLLECTION_LINK))
 	@[ -L $(COLLECTION_LINK) ] || ln -s ../../../.. $(COLLECTION_LINK)
 
-lab-up: deps
-	$(LAB) up --name lab --n $(N) --inventory $(LAB_INVENTORY)
+aptrepo: venv
+	$(BIN)/python tests/fixtures/aptrepo/build.py --out build/aptrepo tests/fixtures/aptrepo/*.yml
+
+lab-up: deps aptrepo
+	$(LAB) up --name lab --n $(N) --serve build/aptrepo --inventory $(LAB_INVENTORY)
 
 lab-down:
 	$(LAB) down --name lab
@@ -53,12 +56,14 @@ lab-status:
 	$(LAB) status
 
 demo: venv lab-up
+	$(BIN)/ansible-playbook lab/prepare.yml
 	$(BIN)/ansible-playbook playbooks/site.yml
 	$(BIN)/ansible-playbook playbooks/verify.yml
 	@echo
-	@echo "demo: playbooks/site.yml and playbooks/verify.yml ran against $(N) lab hosts ($(LAB_INVENTORY))."
-	@echo "demo: fleet report: $(CURDIR)/reports/ (gds-fleet.json, gds-fleet.md)"
-	@[ -f reports/gds-fleet.md ] && cat reports/gds-fleet.md || true
+	@echo "demo: lab/prepare.yml, playbooks/site.yml and playbooks/verify.yml ran against $(N) lab hosts ($(LAB_INVENTORY))."
+	@cat reports/gds-fleet.md
+	@echo
+	@echo "demo: fleet report: $(CURDIR)/reports/gds-fleet.html (also gds-fleet.json, gds-fleet.md)"
 	@echo "demo: the lab stays up for inspection; 'make lab-down' removes it."
 
 # Everything. pytest orchestrates the slow suites too (tests/system), so its summary line is

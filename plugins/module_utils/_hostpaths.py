@@ -24,6 +24,7 @@ PATHS = {
     "nvidia_proc": ("proc", "/proc/driver/nvidia"),
     "sys_module": ("proc", "/sys/module"),
     "sys_block": ("proc", "/sys/block"),
+    "sys_dev_block": ("proc", "/sys/dev/block"),
     "sys_class_nvme": ("proc", "/sys/class/nvme"),
     "sys_iommu_groups": ("proc", "/sys/kernel/iommu_groups"),
     "efivars": ("proc", "/sys/firmware/efi/efivars"),
@@ -35,6 +36,15 @@ PATHS = {
     "dkms_tree": ("file", "/var/lib/dkms"),
     "lib_modules": ("file", "/lib/modules"),
     "dpkg_lock": ("file", "/var/lib/dpkg/lock-frontend"),
+    # mofed / nvidia_fs (issue 6)
+    "proc": ("proc", "/proc"),
+    "proc_locks": ("proc", "/proc/locks"),
+    "dpkg_lock_backend": ("file", "/var/lib/dpkg/lock"),
+    "rpm_lock": ("file", "/var/lib/rpm/.rpm.lock"),
+    "apt_sources_d": ("file", "/etc/apt/sources.list.d"),
+    "yum_repos_d": ("file", "/etc/yum.repos.d"),
+    "dkms_framework_d": ("file", "/etc/dkms/framework.conf.d"),
+    "ofed_info_bin": ("file", "/usr/bin/ofed_info"),
 }
 
 

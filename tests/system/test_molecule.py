@@ -21,4 +21,4 @@ def test_molecule_scenario(scenario):
         for step in ("create", "check", "converge", "idempotence", "verify", "destroy"):
             assert re.search(r"%s: Executed: Successful" % step, text), "step %s did not run" % step
     finally:
-        run([os.path.join(ROOT, "lab", "labctl"), "down", "--name", "mol-" + scenario], check=False)
+        run([os.path.join(ROOT, "lab", "labctl"), "down", "--name", "mol-" + scenario.replace("_", "-")], check=False)

@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gpudirect.storage.gds_fleet_report: build the fleet report on the controller from every
+host's ``ansible_facts.gds`` and the run journal of the ``gds_fleet_report`` callback, and
+write gds-fleet.{json,md,html}. The logic is in plugin_utils/_fleet_report*.py."""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpudirect.storage.plugins.modules.gds_fleet_report import argument_spec
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import write_report
+
+ENV_JOURNAL = "GDS_FLEET_JOURNAL"
+ENV_RUN = "GDS_FLEET_RUN_ID"
+LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def default_hosts(groups):
+    """The hosts of group gds_hosts, or every inventory host but localhost."""
+    groups = groups or {}
+    if groups.get("gds_hosts"):
+        return list(groups["gds_hosts"])
+    return [h for h in groups.get("all") or [] if h not in LOCAL_NAMES]
+
+
+def read_journal(path, run_id=None):
+    """(events, note): the journal's events, or [] with the reason it was not used."""
+    if not path:
+        return [], "no run journal: enable the gpudirect.storage.gds_fleet_report callback to see why hosts failed"
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            events = fr.parse_journal(f.read())
+    except (IOError, OSError) as exc:
+        return [], "run journal %s unreadable: %s" % (path, exc)
+    start = next((e for e in events if e.get("event") == "start"), {})
+    if run_id and start.get("run_id") != run_id:
+        return [], "run journal %s belongs to another run" % path
+    return events, None
+
+
+def host_facts(hostvars, hosts):
+    """({host: ansible_facts.gds}, {host: gds_reboot_pending}) for the hosts that have them."""
+    facts, pending = {}, {}
+    for host in hosts:
+        if host not in hostvars:
+            continue
+        hv = hostvars[host] or {}
+        gds = (hv.get("ansible_facts") or {}).get("gds")
+        if isinstance(gds, dict) and gds.get("mode"):
+            facts[host] = gds
+        if hv.get("gds_reboot_pending"):
+            pending[host] = str(hv["gds_reboot_pending"])
+    return facts, pending
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
+        hosts = args["hosts"] if args["hosts"] is not None else default_hosts(task_vars.get("groups"))
+        journal_path = args["journal"] or os.environ.get(ENV_JOURNAL)
+        events, note = read_journal(journal_path, None if args["journal"] else os.environ.get(ENV_RUN))
+        journal_hosts = fr.fold_journal(events)
+        names = list(hosts) + [h for h in sorted(journal_hosts) if h not in hosts and h not in LOCAL_NAMES]
+        facts, pending = host_facts(task_vars.get("hostvars") or {}, names)
+        if args["facts"] is not None:
+            facts = args["facts"]
+        records = fr.build_records(names, facts, journal_hosts, journal_enabled=note is None, reboot_pending=pending)
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        run = {"playbooks": [e.get("name") for e in events if e.get("event") == "playbook"],
+               "journal": note is None}
+        if note:
+            run["note"] = note
+        report = fr.build_report(records, title=args["title"], generated=now, run=run)
+        try:
+            res = write_report(args["dest"], report, args["formats"], check_mode=self._task.check_mode)
+        except (IOError, OSError) as exc:
+            result.update(failed=True, msg="cannot write the fleet report into %s: %s" % (args["dest"], exc))
+            return result
+        result.update(changed=res["changed"], dest=res["dest"], files=res["files"], summary=report["summary"],
+                      journal=journal_path if note is None else None)
+        if note:
+            result["msg"] = note
+        if self._task.diff and res["changed"]:
+            result["diff"] = res["diff"]
+        return result

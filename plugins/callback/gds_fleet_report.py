@@ -1,0 +1,253 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: gds_fleet_report
+type: aggregate
+short_description: Record why hosts failed or were unreachable, for the GDS fleet report
+version_added: 0.1.0
+description:
+  - Records, for every host, the task that failed or found the host unreachable, its role and
+    its message, in a run journal (JSON lines). The M(gpudirect.storage.gds_fleet_report)
+    action (role C(gpudirect.storage.gds_report), C(playbooks/report.yml)) reads it, so hosts
+    that never produced GDS facts appear in C(gds-fleet.json), C(gds-fleet.md) and
+    C(gds-fleet.html) with the reason.
+  - The journal path is published to the run's worker processes in the environment variable
+    C(GDS_FLEET_JOURNAL) (with C(GDS_FLEET_RUN_ID)); a journal from another run is never read.
+  - When the playbook has a C(gpudirect.storage.gds_report) play but the run ended before that
+    play started (C(max_fail_percentage) reached, C(any_errors_fatal)), the callback writes the
+    report itself at the end, from the facts and failures it saw, into O(report_dir); hosts of
+    the aborted play that never had their turn are marked C(not reached).
+  - Prints nothing; use it next to the normal stdout callback.
+requirements:
+  - enable it, for example C(ANSIBLE_CALLBACKS_ENABLED=gpudirect.storage.gds_fleet_report), or
+    C(callbacks_enabled = gpudirect.storage.gds_fleet_report) in the C([defaults]) section of ansible.cfg.
+options:
+  journal:
+    description:
+      - Where to keep the run journal. Default - a temporary file removed at the end of the run.
+    type: path
+    env:
+      - name: GDS_FLEET_JOURNAL_PATH
+    ini:
+      - section: callback_gds_fleet_report
+        key: journal
+  report_dir:
+    description:
+      - Directory of the fallback report (relative paths are relative to the current directory).
+        Keep it equal to the role's C(gds_report_dir), which defaults to the same environment variable.
+    type: path
+    default: reports
+    env:
+      - name: GDS_REPORT_DIR
+    ini:
+      - section: callback_gds_fleet_report
+        key: report_dir
+  write_on_abort:
+    description: Write the fallback report when the run ended before its report play.
+    type: bool
+    default: true
+    env:
+      - name: GDS_REPORT_WRITE_ON_ABORT
+    ini:
+      - section: callback_gds_fleet_report
+        key: write_on_abort
+"""
+
+import atexit
+import datetime
+import json
+import os
+import tempfile
+import uuid
+
+from ansible import context
+from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import write_report
+
+ENV_JOURNAL = "GDS_FLEET_JOURNAL"
+ENV_RUN = "GDS_FLEET_RUN_ID"
+REPORT_ACTIONS = ("gpudirect.storage.gds_fleet_report", "gds_fleet_report")
+REPORT_ROLES = ("gpudirect.storage.gds_report", "gds_report")
+
+
+def task_info(task, play_name=None):
+    """play, task, role, action of a Task object, as plain strings."""
+    role = getattr(task, "_role", None)
+    name = task.get_name(include_role_fqcn=False) if task is not None else None
+    if role is not None and name and name.startswith(role.get_name(include_role_fqcn=False) + " : "):
+        name = name.split(" : ", 1)[1]  # the role is its own field; the name is as the console shows it
+    return {"play": play_name, "task": name, "role": role.get_name() if role is not None else None,
+            "action": getattr(task, "action", None)}
+
+
+def is_report_play(play):
+    """True when the play runs the gds_report role in its roles: section (playbooks/report.yml)."""
+    for role in play.get_roles() or []:
+        if role.get_name() in REPORT_ROLES or role.get_name(include_role_fqcn=False) == "gds_report":
+            return True
+    return False
+
+
+def playbook_has_report(plays):
+    return any(is_report_play(play) for play in plays)
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "gpudirect.storage.gds_fleet_report"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super(CallbackModule, self).__init__(*args, **kwargs)
+        self.journal_path = None
+        self.temporary = False
+        self.run_id = None
+        self.play_name = None
+        self.play_all_hosts = []
+        self.playbooks = []
+        self.failed = set()
+        self.facts = {}
+        self.hosts = []
+        self.has_report_play = False
+        self.play_hosts = {}  # play name -> hosts that produced a result in it
+        self.report_ran = False
+        self.report_play_started = False
+
+    # -- journal --------------------------------------------------------------------------------
+    def _append(self, event):
+        if not self.journal_path:
+            return
+        try:
+            with open(self.journal_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(event, sort_keys=True, default=str) + "\n")
+        except (IOError, OSError) as exc:
+            self._display.warning("gds_fleet_report: cannot write the run journal %s: %s" % (self.journal_path, exc))
+
+    def _open_journal(self):
+        self.run_id = uuid.uuid4().hex
+        path = self.get_option("journal")
+        if path:
+            path = os.path.abspath(os.path.expanduser(path))
+            parent = os.path.dirname(path)
+            if not os.path.isdir(parent):
+                os.makedirs(parent, 0o755)
+            self.temporary = False
+        else:
+            fd, path = tempfile.mkstemp(prefix="gds-fleet-journal.", suffix=".jsonl")
+            os.close(fd)
+            self.temporary = True
+            atexit.register(self._remove_journal)  # also when the run is interrupted before its stats
+        self.journal_path = path
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"event": "start", "run_id": self.run_id, "pid": os.getpid()}) + "\n")
+        # Worker processes (forked for every task) inherit the environment: this is how the
+        # gds_fleet_report action finds the journal of ITS run.
+        os.environ[ENV_JOURNAL] = path
+        os.environ[ENV_RUN] = self.run_id
+
+    # -- playbook events -------------------------------------------------------------------------
+    def v2_playbook_on_start(self, playbook):
+        if self.journal_path is None:
+            self._open_journal()
+        name = os.path.basename(getattr(playbook, "_file_name", "") or "playbook")
+        self.playbooks.append(name)
+        self._append({"event": "playbook", "name": name})
+        try:
+            self.has_report_play = self.has_report_play or playbook_has_report(playbook.get_plays())
+        except Exception:  # pylint: disable=broad-except  # a detection aid, never a run breaker
+            pass
+
+    def v2_playbook_on_play_start(self, play):
+        self.play_name = play.get_name()
+        if is_report_play(play):  # started: a run with --tags that skip it did not abort
+            self.report_play_started = True
+        try:  # the play's hosts beyond the current serial batch (for the fallback report)
+            inventory = play.get_variable_manager()._inventory
+            names = [h.name for h in inventory.get_hosts(play.hosts, ignore_restrictions=True)]
+        except Exception:  # pylint: disable=broad-except
+            names = []
+        self.play_all_hosts = names
+        for name in names:
+            if name not in self.hosts:
+                self.hosts.append(name)
+
+    # -- task results ----------------------------------------------------------------------------
+    def _seen(self, host):
+        if host not in self.hosts:
+            self.hosts.append(host)
+        self.play_hosts.setdefault(self.play_name, set()).add(host)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        host = result.host.get_name()
+        self._seen(host)
+        if ignore_errors:
+            return
+        self.failed.add(host)
+        self._append(fr.journal_event("failed", host, task_info(result.task, self.play_name), result.result))
+        facts = fr.slim_facts((result.result.get("ansible_facts") or {}).get("gds"))
+        if facts:
+            self.facts[host] = facts
+
+    def v2_runner_on_unreachable(self, result):
+        host = result.host.get_name()
+        self._seen(host)
+        if getattr(result.task, "ignore_unreachable", False):
+            return
+        self._append(fr.journal_event("unreachable", host, task_info(result.task, self.play_name), result.result))
+
+    def v2_runner_on_ok(self, result):
+        host = result.host.get_name()
+        self._seen(host)
+        if host in self.failed:  # a rescued failure: the host goes on
+            self.failed.discard(host)
+            self._append(fr.journal_event("recovered", host, task_info(result.task, self.play_name)))
+        facts = fr.slim_facts((result.result.get("ansible_facts") or {}).get("gds"))
+        if facts:
+            self.facts[host] = facts
+        if getattr(result.task, "action", None) in REPORT_ACTIONS:
+            self.report_ran = True
+
+    def v2_playbook_on_stats(self, stats):
+        try:
+            aborted = self.has_report_play and not self.report_play_started and not self.report_ran
+            if aborted and self.get_option("write_on_abort") and not context.CLIARGS.get("check"):
+                self._write_fallback()
+        finally:
+            self._remove_journal()
+            for name in (ENV_JOURNAL, ENV_RUN):
+                os.environ.pop(name, None)
+
+    def _remove_journal(self):
+        if self.temporary and self.journal_path and os.path.exists(self.journal_path):
+            os.unlink(self.journal_path)
+
+    def _write_fallback(self):
+        events = []
+        if self.journal_path and os.path.exists(self.journal_path):
+            with open(self.journal_path, "r", encoding="utf-8") as f:
+                events = fr.parse_journal(f.read())
+        hosts = [h for h in self.hosts if h not in ("localhost", "127.0.0.1")]
+        journal = fr.fold_journal(events)
+        ran = self.play_hosts.get(self.play_name) or set()
+        skipped = [h for h in self.play_all_hosts if h not in ran and h not in journal]
+        journal.update(fr.not_reached(self.play_name, skipped))
+        records = fr.build_records(hosts, self.facts, journal)
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        report = fr.build_report(records, title="GDS fleet readiness (run ended before its report play)",
+                                 generated=now, run={"playbooks": self.playbooks, "journal": True,
+                                                     "writer": "callback fallback"})
+        try:
+            res = write_report(self.get_option("report_dir"), report)
+        except (IOError, OSError) as exc:
+            self._display.warning("gds_fleet_report: cannot write the fallback report into %s: %s"
+                                  % (self.get_option("report_dir"), exc))
+            return
+        self._display.display("gds_fleet_report: the run ended before its report play; report written to %s"
+                              % res["files"]["html"])

@@ -1,0 +1,256 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gds_facts
+short_description: Prove GPUDirect Storage on a host with a real cuFile write and read from GPU memory
+version_added: 0.1.0
+description:
+  - Gathers GPUDirect Storage (GDS) facts into C(ansible_facts.gds) - kernel modules (nvidia,
+    nvidia_fs, nvidia_peermem, nvme, RDMA), open or proprietary NVIDIA kernel module, driver and
+    CUDA versions, GPUs (name, UUID, PCI bus id, BAR1), libcufile path and version, the cufile.json
+    files in force, NVMe devices, the file systems of the probe paths, IOMMU mode, Secure Boot,
+    MOFED/DOCA-OFED version and the parsed C(/proc/driver/nvidia-fs/stats).
+  - With O(probe=true) it runs a real probe in a child process - GPU memory, a known pattern,
+    C(cuFileDriverOpen), an C(O_DIRECT) file in each O(probe_path), C(cuFileHandleRegister),
+    C(cuFileBufRegister), C(cuFileWrite), C(cuFileRead) into a second GPU buffer, a byte-for-byte
+    comparison, both directions timed; the file is always deregistered, closed and deleted.
+  - The verdict C(gds.mode) says which data path was really used - V(gds) (through nvidia-fs,
+    proven by the nvidia-fs Writes counter when C(rw_stats_enabled=1)), V(p2pdma), V(compat)
+    (libcufile's POSIX path, with the reasons), V(unavailable) (no GPU, driver or libcufile; it says
+    which) or V(failed) (the libcufile error name with the cufile.log or stdout lines that explain it).
+  - libcufile, libcuda and libnvidia-ml are never loaded in the module's own process - libcufile
+    prints config errors on stdout and aborts the process on some of them; the module survives
+    both and reports what the child printed.
+  - The action plugin validates the returned cufile.json texts on the controller (the same
+    validator as M(gpudirect.storage.cufile_config)) and adds C(gds.cufile.valid) and
+    C(gds.cufile.findings).
+extends_documentation_fragment:
+  - gpudirect.storage._attributes
+  - gpudirect.storage._attributes.FACTS
+  - gpudirect.storage._attributes.FACTS_MODULE
+  - gpudirect.storage._attributes.ACTIONGROUP_GDS
+options:
+  probe:
+    description:
+      - Run the cuFile write/read probe. The probe writes a temporary file of O(probe_size_mb)
+        MiB in each O(probe_path) and deletes it; it runs in check mode too, because it leaves
+        the host as it found it. V(false) infers the mode from modules and cufile.json only.
+    type: bool
+    default: true
+  probe_path:
+    description:
+      - Directories to probe (a list, or a comma-separated string). Each must be on the file
+        system whose data path you want to know, and support C(O_DIRECT) (tmpfs does not).
+      - With several paths the host's mode is the weakest of them.
+    type: list
+    elements: path
+    default: [/var/tmp]
+  probe_size_mb:
+    description:
+      - Size of the probe write and read in MiB (1-65536). 64 MiB crosses the 16 MiB direct I/O
+        chunk several times and keeps a fleet run short; use 256 or more for throughput figures.
+    type: int
+    default: 64
+  probe_threads:
+    description:
+      - Threads issuing C(cuFileWrite)/C(cuFileRead) over 16 MiB chunks of the registered buffers.
+        V(0) issues one call for the whole buffer and leaves any splitting to libcufile; on the
+        H100 test host (compat mode) one call was the fastest (bench/gpu-probe).
+    type: int
+    default: 0
+  probe_device:
+    description: CUDA device ordinal whose memory is used.
+    type: int
+    default: 0
+  probe_timeout:
+    description:
+      - Seconds after which the probe child is ended (C(SIGALRM)); the verdict is then V(failed)
+        with the step it was in.
+    type: int
+    default: 60
+  require_mode:
+    description:
+      - Fail the host when the verdict is weaker than this (V(gds) > V(p2pdma) > V(compat)).
+        The facts are returned in the failed result too.
+    type: str
+    choices: [gds, p2pdma, compat]
+  cufile_lib:
+    description: Path of the libcufile to probe. Default - the first C(libcufile.so.0) found in
+      C(LD_LIBRARY_PATH), C(/usr/local/cuda*/lib64), the C(ld.so.conf) directories and the system
+      library directories.
+    type: path
+  cufile_env_path_json:
+    description:
+      - A user cufile.json that libcufile overlays over C(/etc/cufile.json) (sets
+        C(CUFILE_ENV_PATH_JSON) for the probe). Default - C(CUFILE_ENV_PATH_JSON) of the module's
+        environment, if any.
+    type: path
+  gather_cuda:
+    description:
+      - Query NVML (GPU names, UUIDs, PCI bus ids, BAR1, driver and CUDA versions) in the child
+        process. V(false) falls back to C(nvidia-smi) when the probe is off.
+    type: bool
+    default: true
+notes:
+  - The probe needs root or write access to O(probe_path), and a GPU with enough free memory for
+    two buffers of O(probe_size_mb).
+  - On hosts without udev data for the block device (containers, microVMs), libcufile fails
+    C(cuFileHandleRegister) with C(CU_FILE_HANDLE_NOT_REGISTERED); the verdict quotes the
+    cufile.log lines that say so.
+seealso:
+  - module: gpudirect.storage.cufile_config
+author: gpudirect.storage maintainers (@gpudirect)
+"""
+
+EXAMPLES = r"""
+- name: Gather GDS facts with a 256 MiB probe on the data file system
+  gpudirect.storage.gds_facts:
+    probe_path: /mnt/data
+    probe_size_mb: 256
+
+- name: Gate the fleet on real GDS through nvidia-fs
+  gpudirect.storage.gds_facts:
+    probe_path: [/mnt/nvme0, /mnt/nvme1]
+    require_mode: gds
+
+- name: Facts only, no I/O
+  gpudirect.storage.gds_facts:
+    probe: false
+
+- name: Show the verdict
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.gds.mode }}: {{ ansible_facts.gds.reason }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: always
+  type: dict
+  contains:
+    gds:
+      description: GPUDirect Storage facts of the host (see docs/gds_facts.md for every key).
+      returned: always
+      type: dict
+      contains:
+        mode:
+          description: The data path the probe used - gds, p2pdma, compat, unavailable or failed.
+          type: str
+          sample: compat
+        reason:
+          description: Why, in one line (the reasons joined with "; ").
+          type: str
+          sample: "nvidia_fs kernel module not loaded (and properties.use_pci_p2pdma is off); ext4 on /dev/loop0 (loop device) is not a GDS-capable device"
+        reasons:
+          description: The reasons, one per item.
+          type: list
+          elements: str
+        verified:
+          description: The probe data was written, read back and compared equal on every path.
+          type: bool
+        proven:
+          description: The data path is proven (nvidia-fs counters moved, or nvidia_fs is absent).
+          type: bool
+        throughput:
+          description: Write and read GB/s (10^9 bytes/s) of the probe on the weakest path.
+          type: dict
+          sample: {write_gbps: 1.41, read_gbps: 5.2, size_mb: 256}
+        versions:
+          description: Kernel, NVIDIA driver (and kernel module flavour), CUDA driver, libcufile, nvidia_fs, OFED.
+          type: dict
+        gpus:
+          description: GPUs (index, name, uuid, pci_bus_id, bar1_total_mib, fb_total_mib).
+          type: list
+          elements: dict
+        nvidia_fs:
+          description: nvidia_fs loaded, version, rw_stats_enabled, parsed stats.
+          type: dict
+        libcufile:
+          description: Path, real path, version, api_version and every candidate found.
+          type: dict
+        cufile:
+          description:
+            - cufile.json files in force (C(/etc/cufile.json), the C(CUFILE_ENV_PATH_JSON) overlay)
+              with path, exists, sha256; C(valid) and C(findings) when the action plugin validated them.
+          type: dict
+        storage:
+          description: NVMe devices, IOMMU mode and, per probe path, mount point, fstype, block device and udev data.
+          type: dict
+        probe:
+          description: The probe run - rc, signal, last step, per-path results and verdicts, timing, cufile.log lines.
+          type: dict
+        secure_boot:
+          description: enabled, disabled or unknown.
+          type: str
+        ofed:
+          description: MOFED/DOCA-OFED flavor and version from C(ofed_info -s), or null.
+          type: dict
+        kernel:
+          description: Kernel release and which modules of interest are loaded.
+          type: dict
+        timing:
+          description: Seconds spent collecting, in the probe child, and in total.
+          type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_gather import gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import meets
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
+
+LIMITS = {"probe_size_mb": (1, 65536), "probe_threads": (0, 64), "probe_device": (0, 1023), "probe_timeout": (5, 3600)}
+
+
+def argument_spec():
+    return dict(
+        probe=dict(type="bool", default=True),
+        probe_path=dict(type="list", elements="path", default=["/var/tmp"]),
+        probe_size_mb=dict(type="int", default=64),
+        probe_threads=dict(type="int", default=0),
+        probe_device=dict(type="int", default=0),
+        probe_timeout=dict(type="int", default=60),
+        require_mode=dict(type="str", choices=["gds", "p2pdma", "compat"]),
+        cufile_lib=dict(type="path"),
+        cufile_env_path_json=dict(type="path"),
+        gather_cuda=dict(type="bool", default=True),
+    )
+
+
+def check_params(params):
+    """Error text for bad options (naming the option), or None."""
+    for name, (low, high) in LIMITS.items():
+        if not low <= params[name] <= high:
+            return "%s=%s is out of range: it must be between %d and %d" % (name, params[name], low, high)
+    if params["probe"] and not params["probe_path"]:
+        return "probe_path must name at least one directory when probe=true"
+    for path in params["probe_path"]:
+        if not path.startswith("/"):
+            return "probe_path entry %r must be an absolute path" % path
+    return None
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    problem = check_params(module.params)
+    if problem:
+        module.fail_json(msg=problem)
+    facts = gather(module.params, HostPaths(), Runner(module), tmp_root=module.tmpdir)
+    required = module.params["require_mode"]
+    if required:
+        facts["require_mode"] = {"mode": required, "met": meets(facts["mode"], required)}
+        if not facts["require_mode"]["met"]:
+            module.fail_json(
+                msg="GDS verdict is %s, weaker than require_mode=%s: %s" % (facts["mode"], required, facts["reason"]),
+                ansible_facts={"gds": facts})
+    module.exit_json(changed=False, ansible_facts={"gds": facts})
+
+
+if __name__ == "__main__":
+    main()

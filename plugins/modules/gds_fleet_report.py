@@ -1,0 +1,137 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gds_fleet_report
+short_description: Write the GDS fleet readiness report (JSON, Markdown, HTML) on the controller
+version_added: 0.1.0
+description:
+  - Builds one record per host from the C(ansible_facts.gds) of every host (gathered by
+    M(gpudirect.storage.gds_facts)) - status, mode, reason, driver, nvidia_fs, libcufile and
+    MOFED versions, probe write/read GB/s and failed checks - and writes C(gds-fleet.json),
+    C(gds-fleet.md) (a table to paste into a ticket) and C(gds-fleet.html) (one self-contained
+    page - counts by mode, a sortable table, a throughput bar chart in inline SVG, the reason
+    for every host that is not C(gds)) into O(dest).
+  - Hosts that failed or were unreachable earlier in the run are in the report too, with the
+    failing task and its message, when the C(gpudirect.storage.gds_fleet_report) callback is
+    enabled (it keeps the run journal this action reads).
+  - Runs on the controller only (an action plugin); this file holds its documentation and
+    argument specification.
+  - C(changed) is true only when the report says something new - the generation time is
+    ignored, and an unchanged report is not rewritten.
+options:
+  hosts:
+    description:
+      - Inventory hosts that belong in the report, in this order. Hosts only found in the run
+        journal (they failed or were unreachable) are added.
+      - Default - the hosts of group C(gds_hosts), or every inventory host but C(localhost).
+    type: list
+    elements: str
+  dest:
+    description: Directory of the report files; created when missing. Relative to the current directory.
+    type: path
+    default: reports
+  formats:
+    description: Files to write besides C(gds-fleet.json), which is always written.
+    type: list
+    elements: str
+    choices: [json, md, html]
+    default: [json, md, html]
+  title:
+    description: Title of the report.
+    type: str
+    default: GDS fleet readiness
+  facts:
+    description:
+      - The C(gds) facts per host name. Default - C(hostvars[host].ansible_facts.gds) of each host.
+    type: dict
+  journal:
+    description:
+      - Run journal of the C(gpudirect.storage.gds_fleet_report) callback. Default - the journal of
+        the current run (C(GDS_FLEET_JOURNAL) in the environment); without it, hosts without facts
+        are reported with status C(unknown).
+    type: path
+extends_documentation_fragment:
+  - gpudirect.storage._attributes
+attributes:
+  check_mode:
+    support: full
+    details: Computes C(changed) and writes nothing.
+  diff_mode:
+    support: full
+    details: Shows the change of C(gds-fleet.md).
+  action:
+    description: Runs as an action plugin on the controller.
+    support: full
+  platform:
+    description: Where it runs.
+    support: N/A
+    platforms: posix
+    details: Runs on the controller only; it never connects to the hosts.
+seealso:
+  - module: gpudirect.storage.gds_facts
+author:
+  - gpudirect.storage maintainers
+"""
+
+EXAMPLES = r"""
+- name: Write the fleet report for the GDS hosts into ./reports
+  gpudirect.storage.gds_fleet_report:
+    hosts: "{{ groups['gds_hosts'] }}"
+    dest: reports
+
+- name: Only the JSON and the Markdown table
+  gpudirect.storage.gds_fleet_report:
+    dest: /srv/www/gds
+    formats: [json, md]
+"""
+
+RETURN = r"""
+dest:
+  description: Absolute directory of the report.
+  returned: always
+  type: str
+  sample: /home/ops/gds/reports
+files:
+  description: Path of each written (or, unchanged, existing) file by format.
+  returned: always
+  type: dict
+  sample: {json: /home/ops/gds/reports/gds-fleet.json, md: /home/ops/gds/reports/gds-fleet.md}
+summary:
+  description: Host count, counts by mode and by status, hosts ready for GDS, hosts that are not.
+  returned: always
+  type: dict
+  sample: {hosts: 3, gds_ready: 1, by_mode: {gds: 1, unavailable: 1, unknown: 1}, not_gds: [node-b, node-c]}
+journal:
+  description: The run journal read, or null when the callback was not enabled.
+  returned: always
+  type: str
+  sample: /tmp/gds-fleet-journal.k2j3.jsonl
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def argument_spec():
+    return dict(
+        hosts=dict(type="list", elements="str"),
+        dest=dict(type="path", default="reports"),
+        formats=dict(type="list", elements="str", choices=["json", "md", "html"], default=["json", "md", "html"]),
+        title=dict(type="str", default="GDS fleet readiness"),
+        facts=dict(type="dict"),
+        journal=dict(type="path"),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module.fail_json(msg="gpudirect.storage.gds_fleet_report runs on the controller through its action plugin; "
+                         "this module file only documents it")
+
+
+if __name__ == "__main__":
+    main()

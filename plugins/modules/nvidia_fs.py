@@ -1,0 +1,247 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nvidia_fs
+short_description: Install, build, load and persist the nvidia-fs (GPUDirect Storage) kernel module
+version_added: 0.1.0
+description:
+  - Ensures C(nvidia-fs-dkms) and C(nvidia-fs) (optionally C(libcufile-<cuda>), C(gds-tools-<cuda>) or C(nvidia-gds))
+    are installed at a version that works with the installed NVIDIA driver, that DKMS built the module for the
+    running kernel (rebuilding it when the driver changed or MOFED was installed after the build), loads it with
+    C(modprobe) and persists it in C(/etc/modules-load.d/nvidia-fs.conf) and C(/etc/modprobe.d/nvidia-fs.conf).
+  - Before changing anything it runs preflight checks and fails with every problem found, leaving the host
+    unchanged. proprietary NVIDIA module where the nvidia-fs version needs the open one; driver too old for
+    the nvidia-fs / CUDA packages; Secure Boot on with no enrolled signing key; missing kernel headers;
+    MLNX_OFED and DOCA-OFED mixed; unsupported OS.
+  - Paths (C(/proc), C(/sys), C(/etc), the DKMS tree) can be re-rooted with the environment variables
+    E(GPUDIRECT_PROC_ROOT) / E(GPUDIRECT_HOST_ROOT), and commands taken from E(GPUDIRECT_BIN_DIR) first (tests).
+extends_documentation_fragment:
+  - gpudirect.storage._attributes
+  - gpudirect.storage._attributes.ACTIONGROUP_GDS
+attributes:
+  check_mode:
+    support: full
+    details: No package change, no file written, no C(modprobe), no DKMS build.
+  diff_mode:
+    support: full
+    details: Package versions before/after and the content of every managed file.
+options:
+  state:
+    description: V(present) installs, builds, loads and persists; V(absent) unloads, removes the packages in O(packages) and the managed files.
+    type: str
+    choices: [present, absent]
+    default: present
+  version:
+    description:
+      - nvidia-fs version (prefix, e.g. V(2.26.6) or V(2.26)) for C(nvidia-fs-dkms) and C(nvidia-fs).
+      - V(match_driver) picks the highest available version that works with the installed NVIDIA driver.
+      - Omitted, an installed version is kept, otherwise the repository candidate is installed.
+    type: str
+  packages:
+    description: nvidia-fs packages; O(version) applies to C(nvidia-fs-dkms) and C(nvidia-fs).
+    type: list
+    elements: str
+    default: [nvidia-fs-dkms, nvidia-fs]
+  extra_packages:
+    description: Further packages, C(name) or C(name=version), e.g. C(libcufile-12-8), C(gds-tools-12-8), C(nvidia-gds).
+    type: list
+    elements: str
+    default: []
+  load:
+    description: Load the module (C(modprobe nvidia_fs) with O(params)); reload it when version or parameters differ.
+    type: bool
+    default: true
+  persistent:
+    description: Write C(/etc/modules-load.d/nvidia-fs.conf) (and C(/etc/modprobe.d/nvidia-fs.conf) when O(params) is set). V(false) leaves them alone.
+    type: bool
+    default: true
+  params:
+    description: 'Module parameters, e.g. C({rw_stats_enabled: 1}).'
+    type: dict
+    default: {}
+  mok_key:
+    description: Private key DKMS signs nvidia-fs.ko with (written to C(/etc/dkms/framework.conf.d/gpudirect-nvidia-fs.conf)). Needed with Secure Boot.
+    type: path
+  mok_cert:
+    description: The enrolled MOK certificate (DER) matching O(mok_key).
+    type: path
+  mok_key_passphrase:
+    description: Passphrase of O(mok_key), given to the signing tool as C(KBUILD_SIGN_PIN).
+    type: str
+  allow_unsupported_os:
+    description: Run on an OS GDS does not support (anything but Ubuntu 22.04/24.04 and RHEL 9), e.g. Debian 12 lab hosts.
+    type: bool
+    default: false
+  lock_timeout:
+    description: Seconds to wait for the package manager lock before failing with the name of the process holding it.
+    type: int
+    default: 120
+  repo:
+    description:
+      - Optional signed package repository (the CUDA repository, a mirror, or a local directory) written to
+        C(/etc/apt/sources.list.d/<name>.sources) or C(/etc/yum.repos.d/<name>.repo). Signature checks stay on.
+    type: dict
+    suboptions:
+      name:
+        description: File and repository name (default C(gpudirect-cuda)).
+        type: str
+      url:
+        description: Repository URL (C(http://), C(https://) or C(file:)).
+        type: str
+      path:
+        description: Local directory (a mounted ISO, an extracted archive).
+        type: path
+      suite:
+        description: apt suite; a value ending in C(/) is a flat repository.
+        type: str
+        default: ./
+      components:
+        description: apt components (non-flat repositories).
+        type: list
+        elements: str
+        default: []
+      signed_by:
+        description: Keyring (apt C(Signed-By)) or key file (dnf C(gpgkey)) on the target.
+        type: path
+        required: true
+seealso:
+  - module: gpudirect.storage.mofed
+  - module: gpudirect.storage.gds_facts
+author: gpudirect.storage maintainers (@gpudirect)
+"""
+
+EXAMPLES = r"""
+- name: Install nvidia-fs matching the driver, load it with I/O counters and persist it
+  gpudirect.storage.nvidia_fs:
+    version: match_driver
+    extra_packages: [libcufile-12-8, gds-tools-12-8]
+    params:
+      rw_stats_enabled: 1
+
+- name: Secure Boot host, sign with an enrolled MOK key
+  gpudirect.storage.nvidia_fs:
+    version: "2.28"
+    mok_key: /var/lib/shim-signed/mok/MOK.priv
+    mok_cert: /var/lib/shim-signed/mok/MOK.der
+
+- name: Remove nvidia-fs
+  gpudirect.storage.nvidia_fs:
+    state: absent
+"""
+
+RETURN = r"""
+actions:
+  description: What was done (or would be done in check mode), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["install nvidia-fs-dkms=2.28.2-1", "modprobe nvidia_fs rw_stats_enabled=1", "create /etc/modules-load.d/nvidia-fs.conf"]
+nvidia_fs_version:
+  description: The nvidia-fs package version aimed at.
+  returned: when state=present
+  type: str
+  sample: 2.28.2-1
+packages:
+  description: Package versions before and after (name -> version).
+  returned: always
+  type: dict
+  sample: {before: {nvidia-fs-dkms: 2.26.6-1}, after: {nvidia-fs-dkms: 2.28.2-1}}
+module:
+  description: Kernel module state after the run (loaded, version from /sys/module, params, refcount).
+  returned: always
+  type: dict
+  sample: {name: nvidia_fs, loaded: true, version: 2.28.2, params: {rw_stats_enabled: "1"}}
+dkms:
+  description: C(dkms status) entries of nvidia-fs after the run.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{module: nvidia-fs, version: 2.28.2, kernel: 6.8.0-86-generic, arch: x86_64, state: installed, note: ""}]
+persisted:
+  description: Managed persistence files that exist after the run.
+  returned: always
+  type: dict
+  sample: {modules_load: /etc/modules-load.d/nvidia-fs.conf, modprobe: /etc/modprobe.d/nvidia-fs.conf}
+rebuild_reasons:
+  description: Why DKMS had to (re)build nvidia-fs for the running kernel.
+  returned: when state=present
+  type: list
+  elements: str
+  sample: ["MOFED was installed or upgraded after nvidia-fs was built (PeerDirect support is decided at build time)"]
+preflight:
+  description: The facts the preflight checks used (driver, kernel, OS, Secure Boot) and the failures (on failure).
+  returned: always
+  type: dict
+reload_required:
+  description: The module is loaded in another version/parameters and could not be unloaded (in use).
+  returned: always
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs_flow as flow
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._nvfs import PreflightError
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import (
+    REPO_ARG_SPEC, PackageError, get_backend)
+from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, Runner
+
+
+def argument_spec():
+    import copy
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        version=dict(type="str"),
+        packages=dict(type="list", elements="str", default=["nvidia-fs-dkms", "nvidia-fs"]),
+        extra_packages=dict(type="list", elements="str", default=[]),
+        load=dict(type="bool", default=True),
+        persistent=dict(type="bool", default=True),
+        params=dict(type="dict", default={}),
+        mok_key=dict(type="path"),
+        mok_cert=dict(type="path"),
+        mok_key_passphrase=dict(type="str", no_log=True),
+        allow_unsupported_os=dict(type="bool", default=False),
+        lock_timeout=dict(type="int", default=120),
+        repo=copy.deepcopy(REPO_ARG_SPEC),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
+                           required_together=[("mok_key", "mok_cert")])
+    paths = HostPaths()
+    runner = Runner(module)
+    result = {"changed": False, "actions": [], "packages": {"before": {}, "after": {}}, "module": {},
+              "dkms": [], "persisted": {}, "preflight": {}, "reload_required": False}
+    try:
+        bad = [k for k, v in (module.params["params"] or {}).items()
+               if not isinstance(v, (str, int, float, bool)) or not str(v).strip()
+               or any(c.isspace() for c in str(v) + k) or "=" in k]
+        if bad:
+            module.fail_json(msg="params: invalid module parameter(s) %s (no spaces, no '=' in names)" % bad)
+        backend = get_backend(runner, module.params["lock_timeout"])
+        flow.NvidiaFs(module, paths, runner, backend, result).run()
+    except PreflightError as exc:
+        result["preflight"]["failures"] = exc.failures
+        module.fail_json(msg=str(exc), **result)
+    except kmod.DkmsBuildError as exc:
+        result.update(exc.to_fail_kwargs())
+        module.fail_json(msg=str(exc), **result)
+    except CommandError as exc:
+        result.update(exc.to_fail_kwargs())
+        module.fail_json(msg=str(exc), **result)
+    except PackageError as exc:
+        result.update(exc.details)
+        module.fail_json(msg=str(exc), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gds_facts action plugin: cufile.json texts validated on the controller, texts dropped
+from the facts, and a clear "validator unavailable" when jsonschema or the validator is missing."""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from unittest import mock
+
+import pytest
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpudirect.storage.plugins.action import gds_facts as action
+
+SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+                       "fixtures", "cufile", "cuda-13.0-shipped.json")
+VALIDATOR = "ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate"
+
+
+def shipped():
+    with open(SHIPPED) as f:
+        return f.read()
+
+
+def gds(overlay=None, mode="compat"):
+    files = [{"path": "/etc/cufile.json", "role": "global", "exists": True, "text": shipped()}]
+    if overlay is not None:
+        files.append({"path": "/tmp/user.json", "role": "overlay", "exists": True, "text": overlay})
+    return {"mode": mode, "reason": "r", "reasons": ["r"], "nvidia_fs": {"loaded": False},
+            "cufile": {"files": files, "env_path_json": "/tmp/user.json" if overlay is not None else None}}
+
+
+def test_shipped_config_is_valid_and_text_dropped():
+    facts = gds()
+    action.validate_cufile(facts)
+    cufile = facts["cufile"]
+    assert cufile["validator"] == "ok" and cufile["valid"] is True and cufile["errors"] == 0
+    assert all("text" not in f for f in cufile["files"])
+
+
+def test_rejected_overlay_is_invalid_and_joins_a_failed_reason():
+    facts = gds('{"properties": {"allow_compat_mode": false,}}', mode="failed")
+    action.validate_cufile(facts)
+    cufile = facts["cufile"]
+    assert cufile["valid"] is False and cufile["errors"] == 1
+    finding = cufile["findings"][0]
+    assert finding["severity"] == "error" and finding["source"] == "/tmp/user.json" and finding["line"] == 1
+    assert facts["reasons"][-1].startswith("cufile.json: $: JSON syntax error at line 1 column 43: trailing comma")
+    assert facts["reason"] == "; ".join(facts["reasons"])
+
+
+def test_overlay_warning_for_compat_disallowed_without_nvidia_fs():
+    facts = gds('{"properties": {"allow_compat_mode": false}}')
+    action.validate_cufile(facts)
+    assert facts["cufile"]["valid"] is True and facts["cufile"]["warnings"] == 1
+    assert "5001" in facts["cufile"]["findings"][0]["message"]
+    assert facts["reasons"] == ["r"]
+
+
+def test_no_config_at_all():
+    facts = {"mode": "compat", "cufile": {"files": [{"path": "/etc/cufile.json", "role": "global", "exists": False}]}}
+    action.validate_cufile(facts)
+    assert facts["cufile"]["valid"] is True and "built-in defaults" in facts["cufile"]["note"]
+
+
+def test_validator_unavailable_degrades(monkeypatch):
+    monkeypatch.setitem(sys.modules, VALIDATOR, None)  # import raises ImportError
+    facts = gds()
+    action.validate_cufile(facts)
+    assert facts["cufile"]["valid"] is None and facts["cufile"]["findings"] == []
+    assert facts["cufile"]["validator"].startswith("validator unavailable: ")
+    assert "text" not in facts["cufile"]["files"][0]
+
+
+def test_jsonschema_missing_degrades(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    facts = gds()
+    action.validate_cufile(facts)
+    assert facts["cufile"]["validator"] == ("validator unavailable: the Python library jsonschema is not installed "
+                                            "on the controller")
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_run_executes_the_module_then_validates(failed):
+    module_result = {"changed": False, "ansible_facts": {"gds": gds(mode="failed" if failed else "compat")}}
+    if failed:
+        module_result.update(failed=True, msg="GDS verdict is failed")
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    plugin._task = mock.MagicMock(args={"probe_size_mb": 4})
+    with mock.patch.object(ActionBase, "run", return_value={}), \
+            mock.patch.object(plugin, "_execute_module", return_value=copy.deepcopy(module_result)) as execute:
+        result = plugin.run(task_vars={})
+    execute.assert_called_once_with(module_name="gpudirect.storage.gds_facts", module_args={"probe_size_mb": 4},
+                                    task_vars={})
+    assert result["ansible_facts"]["gds"]["cufile"]["valid"] is True
+    assert bool(result.get("failed")) is failed

@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gds_fleet_report action plugin, run in-process with a stand-in task."""
+
+from __future__ import annotations
+
+import json
+import os
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.gpudirect.storage.plugins.action import gds_fleet_report as action
+from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__fleet_report import (
+    CAPTURED_COMPAT_FACTS, CAPTURED_JOURNAL, UNAVAILABLE_FACTS)
+
+HOSTVARS = {
+    "gpu-standin-01": {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}},
+    "require-gds-04": {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}, "gds_reboot_pending": "mofed installed new "
+                       "RDMA kernel modules (gds_allow_reboot is false)"},
+    "no-libcufile-03": {"ansible_facts": {"gds": UNAVAILABLE_FACTS}},
+    "unreachable-05": {"ansible_facts": {}},
+    "localhost": {},
+}
+GROUPS = {"all": sorted(HOSTVARS), "gds_hosts": ["gpu-standin-01", "no-libcufile-03", "require-gds-04",
+                                                 "unreachable-05"]}
+
+
+def run_action(args, check_mode=False, diff=False, hostvars=None, groups=None):
+    task = MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = check_mode
+    task.diff = diff
+    task.action = "gpudirect.storage.gds_fleet_report"
+    connection = MagicMock()
+    connection._shell.tmpdir = "/nonexistent"  # never used: the action needs no connection
+    plugin = action.ActionModule(task, connection, MagicMock(), loader=None, templar=None, shared_loader_obj=None)
+    return plugin.run(task_vars={"hostvars": HOSTVARS if hostvars is None else hostvars,
+                                 "groups": GROUPS if groups is None else groups})
+
+
+@pytest.fixture
+def journal(tmp_path, monkeypatch):
+    path = tmp_path / "journal.jsonl"
+    path.write_text(CAPTURED_JOURNAL)
+    monkeypatch.setenv(action.ENV_JOURNAL, str(path))
+    monkeypatch.setenv(action.ENV_RUN, "d1cb13beff3342eeb9dbf2d7054a60ae")
+    return str(path)
+
+
+def test_default_hosts():
+    assert action.default_hosts(GROUPS) == GROUPS["gds_hosts"]
+    assert action.default_hosts({"all": ["localhost", "a", "b"], "ungrouped": []}) == ["a", "b"]
+    assert action.default_hosts(None) == []
+
+
+def test_host_facts_and_pending_reboots_from_hostvars():
+    facts, pending = action.host_facts(HOSTVARS, ["gpu-standin-01", "unreachable-05", "not-in-inventory"])
+    assert list(facts) == ["gpu-standin-01"] and pending == {}
+    assert action.host_facts(HOSTVARS, ["require-gds-04"])[1]["require-gds-04"].startswith("mofed installed")
+
+
+def test_read_journal_without_path_or_unreadable(tmp_path):
+    assert "enable the gpudirect.storage.gds_fleet_report callback" in action.read_journal(None)[1]
+    assert "unreadable" in action.read_journal(str(tmp_path / "missing"))[1]
+
+
+def test_run_writes_the_report_with_the_journal_reasons(journal, tmp_path):
+    res = run_action({"dest": str(tmp_path / "r")})
+    assert res["changed"] and res["journal"] == journal and "msg" not in res
+    report = json.load(open(res["files"]["json"]))
+    recs = dict((r["host"], r) for r in report["hosts"])
+    assert list(recs) == ["gpu-standin-01", "no-libcufile-03", "require-gds-04", "unreachable-05"]
+    assert recs["unreachable-05"]["status"] == "unreachable"
+    assert recs["require-gds-04"]["status"] == "failed" and recs["require-gds-04"]["reboot_pending"]
+    assert report["run"] == {"journal": True, "playbooks": ["run.yml"]}
+    assert res["summary"]["by_status"] == {"ok": 2, "failed": 1, "unreachable": 1, "unknown": 0}
+    again = run_action({"dest": str(tmp_path / "r")})
+    assert not again["changed"]
+
+
+def test_run_without_the_callback_reports_unknown_hosts_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.delenv(action.ENV_JOURNAL, raising=False)
+    res = run_action({"dest": str(tmp_path), "hosts": ["unreachable-05", "gpu-standin-01"], "formats": ["md"]})
+    assert res["journal"] is None and "enable the gpudirect.storage.gds_fleet_report callback" in res["msg"]
+    assert sorted(os.listdir(str(tmp_path))) == ["gds-fleet.json", "gds-fleet.md"]
+    rec = json.load(open(res["files"]["json"]))["hosts"][1]
+    assert rec["host"] == "unreachable-05" and rec["status"] == "unknown"
+
+
+def test_run_check_mode_and_diff(journal, tmp_path):
+    res = run_action({"dest": str(tmp_path / "r")}, check_mode=True, diff=True)
+    assert res["changed"] and not os.path.exists(str(tmp_path / "r"))
+    assert res["diff"]["before"] == "" and "| unreachable-05 | unreachable |" in res["diff"]["after"]
+
+
+def test_explicit_facts_and_a_journal_of_another_run(journal, tmp_path, monkeypatch):
+    monkeypatch.setenv(action.ENV_RUN, "another-run")
+    res = run_action({"dest": str(tmp_path), "hosts": ["x"], "facts": {"x": CAPTURED_COMPAT_FACTS}})
+    assert "belongs to another run" in res["msg"]
+    assert json.load(open(res["files"]["json"]))["hosts"][0]["mode"] == "compat"
+
+
+def test_bad_arguments_and_unwritable_dest(tmp_path):
+    with pytest.raises(AnsibleActionFail, match="value of formats must be one or more of: json, md, html"):
+        run_action({"dest": str(tmp_path), "formats": ["pdf"]})
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run_action({"dest": str(blocker / "sub")})
+    assert res["failed"] and res["msg"].startswith("cannot write the fleet report into")

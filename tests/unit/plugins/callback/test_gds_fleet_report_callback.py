@@ -1,0 +1,229 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gds_fleet_report callback: run journal, hand-over to the action, fallback report.
+
+The callback is fed the same calls ansible-core makes (v2_playbook_on_start, ..._on_failed,
+..._on_stats) with small stand-ins for Task/Host/Play objects; tests/system/test_report.py runs
+it for real inside ansible-playbook."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible import context
+from ansible.module_utils.common.collections import ImmutableDict
+
+from ansible_collections.gpudirect.storage.plugins.action import gds_fleet_report as action
+from ansible_collections.gpudirect.storage.plugins.callback import gds_fleet_report as cbmod
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
+from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__fleet_report import (
+    CAPTURED_COMPAT_FACTS)
+
+
+class Named(object):
+    def __init__(self, name):
+        self.name = name
+
+    def get_name(self, include_role_fqcn=True):
+        return self.name if include_role_fqcn else self.name.rsplit(".", 1)[-1]
+
+
+class Task(object):
+    """Task.get_name() as ansible-core 2.19 builds it: "<role> : <name>"."""
+
+    def __init__(self, name, role=None, action="ansible.builtin.assert", ignore_unreachable=False):
+        self.name, self._role, self.action, self.ignore_unreachable = name, role, action, ignore_unreachable
+
+    def get_name(self, include_role_fqcn=True):
+        if self._role:
+            return "%s : %s" % (self._role.get_name(include_role_fqcn), self.name)
+        return self.name
+
+
+class Result(object):
+    def __init__(self, host, task, result):
+        self.host, self.task, self.result = Named(host), task, result
+
+
+class Inventory(object):
+    def __init__(self, names):
+        self.names = names
+
+    def get_hosts(self, pattern, ignore_restrictions=False):
+        return [Named(n) for n in self.names]
+
+
+class VariableManager(object):
+    def __init__(self, names):
+        self._inventory = Inventory(names)
+
+
+class Play(object):
+    def __init__(self, name, roles=(), hosts=()):
+        self.name, self.roles, self.hosts = name, [Named(r) for r in roles], "gds_hosts"
+        self._vm = VariableManager(list(hosts))
+
+    def get_name(self):
+        return self.name
+
+    def get_roles(self):
+        return self.roles
+
+    def get_variable_manager(self):
+        return self._vm
+
+
+class Playbook(object):
+    def __init__(self, file_name, plays):
+        self._file_name, self.plays = file_name, plays
+
+    def get_plays(self):
+        return self.plays
+
+
+VERIFY = Named("gpudirect.storage.gds_verify")
+FACTS_TASK = Task("Gather GDS facts and prove the data path with a cuFile write and read", VERIFY,
+                  "gpudirect.storage.gds_facts")
+ASSERT_TASK = Task("Assert the GDS verdict is at least gds", VERIFY)
+
+
+@pytest.fixture
+def callback(tmp_path, monkeypatch):
+    monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False))
+    monkeypatch.delenv(cbmod.ENV_JOURNAL, raising=False)
+    monkeypatch.delenv(cbmod.ENV_RUN, raising=False)
+    cb = cbmod.CallbackModule()
+    cb._plugin_options = {"journal": None, "report_dir": str(tmp_path / "reports"), "write_on_abort": True}
+    yield cb
+    cb._remove_journal()
+    for name in (cbmod.ENV_JOURNAL, cbmod.ENV_RUN):
+        os.environ.pop(name, None)
+
+
+def journal_lines(cb):
+    with open(cb.journal_path) as f:
+        return [json.loads(line) for line in f]
+
+
+def run_verify(cb, report_play=True, hosts=("n1", "n2", "n3", "n4")):
+    plays = [Play("Verify GPUDirect Storage", ["gpudirect.storage.gds_verify"], hosts)]
+    if report_play:
+        plays.append(Play("Write the GDS fleet report on the controller", ["gpudirect.storage.gds_report"], ["localhost"]))
+    cb.v2_playbook_on_start(Playbook("/x/playbooks/verify.yml", plays))
+    cb.v2_playbook_on_play_start(plays[0])
+    cb.v2_runner_on_ok(Result("n1", FACTS_TASK, {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}}))
+    cb.v2_runner_on_unreachable(Result("n2", FACTS_TASK, {"unreachable": True, "msg": "Task failed: Failed to connect "
+                                                          "to the host via ssh: ssh: connect to host 10.77.250.250 "
+                                                          "port 22: No route to host"}))
+    cb.v2_runner_on_ok(Result("n3", FACTS_TASK, {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}}))
+    cb.v2_runner_on_failed(Result("n3", ASSERT_TASK, {"failed": True, "msg": "n3: GDS verdict compat is weaker than "
+                                                      "the required gds"}))
+    return plays
+
+
+def test_journal_records_failures_and_unreachables_and_publishes_its_path(callback):
+    run_verify(callback)
+    assert os.environ[cbmod.ENV_JOURNAL] == callback.journal_path and callback.temporary
+    lines = journal_lines(callback)
+    assert lines[0]["event"] == "start" and lines[0]["run_id"] == os.environ[cbmod.ENV_RUN]
+    assert lines[1] == {"event": "playbook", "name": "verify.yml"}
+    assert lines[2] == {"event": "unreachable", "host": "n2", "play": "Verify GPUDirect Storage",
+                        "task": FACTS_TASK.name, "role": "gpudirect.storage.gds_verify",
+                        "action": "gpudirect.storage.gds_facts",
+                        "msg": "Failed to connect to the host via ssh: ssh: connect to host 10.77.250.250 port 22: "
+                               "No route to host"}
+    assert lines[3]["event"] == "failed" and lines[3]["task"] == "Assert the GDS verdict is at least gds"
+    assert callback.facts["n1"]["mode"] == "compat" and callback.has_report_play
+
+
+def test_ignored_failures_and_ignored_unreachables_are_not_recorded(callback):
+    callback.v2_playbook_on_start(Playbook("site.yml", []))
+    callback.v2_runner_on_failed(Result("n1", ASSERT_TASK, {"failed": True, "msg": "x"}), ignore_errors=True)
+    callback.v2_runner_on_unreachable(Result("n1", Task("t", ignore_unreachable=True), {"msg": "gone"}))
+    assert [e["event"] for e in journal_lines(callback)] == ["start", "playbook"]
+
+
+def test_a_rescued_host_is_recorded_as_recovered(callback):
+    callback.v2_playbook_on_start(Playbook("site.yml", []))
+    callback.v2_runner_on_failed(Result("n1", Task("Build nvidia-fs"), {"failed": True, "msg": "dkms build failed"}))
+    callback.v2_runner_on_ok(Result("n1", Task("Rescue: collect the make.log"), {}))
+    callback.v2_runner_on_ok(Result("n1", Task("Next"), {}))
+    state = fr.fold_journal(fr.parse_journal(open(callback.journal_path).read()))["n1"]
+    assert [e["event"] for e in journal_lines(callback)][-2:] == ["failed", "recovered"]
+    assert state["status"] is None and state["recovered"]
+
+
+def test_the_action_reads_this_runs_journal_only(callback):
+    run_verify(callback)
+    events, note = action.read_journal(os.environ[cbmod.ENV_JOURNAL], os.environ[cbmod.ENV_RUN])
+    assert note is None and len(events) == 4
+    events, note = action.read_journal(os.environ[cbmod.ENV_JOURNAL], "another-run")
+    assert events == [] and "belongs to another run" in note
+
+
+def test_stats_removes_the_temporary_journal_and_writes_no_report_when_the_report_play_ran(callback, tmp_path):
+    run_verify(callback)
+    callback.v2_runner_on_ok(Result("localhost", Task("Write", Named("gpudirect.storage.gds_report"),
+                                                      "gpudirect.storage.gds_fleet_report"), {"changed": True}))
+    path = callback.journal_path
+    callback.v2_playbook_on_stats(None)
+    assert not os.path.exists(path) and cbmod.ENV_JOURNAL not in os.environ and cbmod.ENV_RUN not in os.environ
+    assert not os.path.exists(str(tmp_path / "reports"))
+
+
+def test_fallback_report_when_the_run_ended_before_its_report_play(callback, tmp_path):
+    run_verify(callback, hosts=("n1", "n2", "n3", "n4"))
+    callback.v2_playbook_on_stats(None)
+    report = json.load(open(str(tmp_path / "reports" / "gds-fleet.json")))
+    recs = dict((r["host"], r) for r in report["hosts"])
+    assert sorted(recs) == ["n1", "n2", "n3", "n4"]
+    assert recs["n1"]["status"] == "ok" and recs["n1"]["mode"] == "compat"
+    assert recs["n2"]["status"] == "unreachable" and "No route to host" in recs["n2"]["reason"]
+    assert recs["n3"]["status"] == "failed" and recs["n3"]["mode"] == "compat"
+    assert recs["n4"]["status"] == "unknown"  # never reached: a later batch of an aborted run
+    assert recs["n4"]["reason"] == ("not reached: the run ended (max_fail_percentage or any_errors_fatal) before "
+                                    "this host's batch of play 'Verify GPUDirect Storage'")
+    assert report["run"]["writer"] == "callback fallback" and report["run"]["playbooks"] == ["verify.yml"]
+    assert os.path.isfile(str(tmp_path / "reports" / "gds-fleet.html"))
+
+
+@pytest.mark.parametrize("report_play, check, write_on_abort, started", [
+    (False, False, True, False), (True, True, True, False), (True, False, False, False),
+    (True, False, True, True),  # --tags that skip the report tasks: the report play started, no abort
+])
+def test_no_fallback_without_abort_in_check_mode_or_when_disabled(callback, tmp_path, monkeypatch, report_play,
+                                                                  check, write_on_abort, started):
+    monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=check))
+    callback._plugin_options["write_on_abort"] = write_on_abort
+    plays = run_verify(callback, report_play=report_play)
+    if started:
+        callback.v2_playbook_on_play_start(plays[1])
+    callback.v2_playbook_on_stats(None)
+    assert not os.path.exists(str(tmp_path / "reports"))
+
+
+def test_a_configured_journal_is_kept_and_truncated_at_the_next_run(callback, tmp_path):
+    callback._plugin_options["journal"] = str(tmp_path / "keep" / "journal.jsonl")
+    run_verify(callback, report_play=False)
+    callback.v2_playbook_on_stats(None)
+    assert len(open(str(tmp_path / "keep" / "journal.jsonl")).readlines()) == 4
+    second = cbmod.CallbackModule()
+    second._plugin_options = dict(callback._plugin_options)
+    second.v2_playbook_on_start(Playbook("verify.yml", []))
+    assert [e["event"] for e in journal_lines(second)] == ["start", "playbook"]
+
+
+def test_an_unwritable_fallback_report_dir_is_a_warning_not_a_crash(callback, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    callback._plugin_options["report_dir"] = str(blocker / "reports")
+    warnings = []
+    monkeypatch.setattr(callback._display, "warning", warnings.append)
+    run_verify(callback)
+    callback.v2_playbook_on_stats(None)
+    assert len(warnings) == 1 and "cannot write the fallback report" in warnings[0]
+    assert cbmod.ENV_JOURNAL not in os.environ

@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The real probe child (ctypes sequence, threads, verification, error paths) against C
+stand-ins of libcuda/libcufile/libnvidia-ml compiled here (tests/fixtures/cuda_standin).
+This drives the code in CI; it does not replace the run on the H100 host (tests/gpu/)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_child as child
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_gather import gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
+from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin
+
+pytestmark = pytest.mark.skipif(standin.gcc() is None, reason="needs a C compiler for the libcufile stand-in")
+STATS = os.path.join(os.path.dirname(standin.HERE), "gds", "nvfs-stats-2.24-io-stats-enabled.head12.txt")
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory):
+    return standin.build(str(tmp_path_factory.mktemp("standin")))
+
+
+def params(path, **kw):
+    base = {"probe": True, "probe_path": [path], "probe_size_mb": 8, "probe_threads": 4, "probe_device": 0,
+            "probe_timeout": 30, "cufile_lib": None, "cufile_env_path_json": None, "gather_cuda": True}
+    base.update(kw)
+    return base
+
+
+def run(tmp_path, libs, mode=None, host_kw=None, cuda=None, extra_env=None, **kw):
+    probe_dir = tmp_path / "data"
+    probe_dir.mkdir(exist_ok=True)
+    host, proc = standin.fake_host(str(tmp_path), **(host_kw or {}))
+    env = dict(os.environ, LD_LIBRARY_PATH=libs)
+    for key in [k for k in env if k.startswith("GDS_STANDIN_")]:
+        del env[key]
+    if mode:
+        env["GDS_STANDIN_CUFILE"] = mode
+    if cuda:
+        env["GDS_STANDIN_CUDA"] = cuda
+    env.update(extra_env or {})
+    runner = Runner(standin.SubprocessModule(env))
+    facts = gather(params(str(probe_dir), **kw), HostPaths(root=host, proc_root=proc), runner, environ=env,
+                   tmp_root=str(tmp_path), python=sys.executable)
+    return facts, probe_dir
+
+
+@pytest.mark.parametrize("threads", [0, 1, 4])
+def test_compat_write_read_verified(tmp_path, libs, threads):
+    facts, probe_dir = run(tmp_path, libs, probe_threads=threads)
+    assert facts["mode"] == "compat", facts["reason"]
+    assert facts["reasons"][0].startswith("nvidia_fs kernel module not loaded")
+    assert "cufile.log: NOTICE running in compatible mode" in facts["reasons"]
+    path = facts["probe"]["paths"][0]
+    assert path["verify"] == {"ok": True, "verified_bytes": 8 << 20}
+    assert path["removed"] is True and os.listdir(str(probe_dir)) == []
+    assert path["write_gbps"] > 0 and path["read_gbps"] > 0
+    assert facts["verified"] is True
+    assert facts["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and facts["gpus"][0]["bar1_total_mib"] == 131072
+    assert facts["nvidia"]["kernel_module_flavor"] == "open"
+    assert facts["versions"]["nvidia_driver"] == "580.159.04" and facts["versions"]["cuda_driver"] == "13.0"
+    assert facts["probe"]["cufile"]["params"]["allow_compat_mode"] is True
+    assert facts["throughput"]["size_mb"] == 8
+
+
+def test_handle_not_registered_quotes_cufile_log(tmp_path, libs):
+    facts, probe_dir = run(tmp_path, libs, mode="handle_not_registered")
+    assert facts["mode"] == "failed"
+    assert facts["reasons"][0] == "cuFileHandleRegister failed: CU_FILE_HANDLE_NOT_REGISTERED (5027) - libcufile " \
+                                  "could not classify the file's block device (see the cufile.log lines)"
+    assert "cufile.log: ERROR udev property not found: ID_FS_USAGE vda" in facts["reasons"]
+    assert any(r.startswith("cufile.log: ERROR unable to get volume attributes for fd") for r in facts["reasons"])
+    assert os.listdir(str(probe_dir)) == []  # the file is deleted on failure too
+
+
+def test_config_error_stdout_in_reason(tmp_path, libs):
+    facts, _dir = run(tmp_path, libs, mode="config_error")
+    assert facts["mode"] == "failed"
+    assert facts["reasons"][0].startswith("cuFileDriverOpen failed: -22 EINVAL")
+    assert "libcufile printed: error reading config properties.max_direct_io_size_kb" in facts["reasons"]
+    assert facts["probe"]["rc"] == 0
+
+
+def test_abort_survived(tmp_path, libs):
+    facts, _dir = run(tmp_path, libs, mode="abort")
+    assert facts["mode"] == "failed"
+    assert facts["probe"]["signal"] == "SIGABRT" and facts["probe"]["last_step"] == "cuFileDriverOpen"
+    assert facts["reasons"][0] == "probe child killed by SIGABRT during cuFileDriverOpen"
+    assert "libcufile printed: error reading config logging" in facts["reasons"]
+    assert "Json::LogicError" in facts["reason"]
+
+
+def test_no_device_is_unavailable(tmp_path, libs):
+    facts, _dir = run(tmp_path, libs, cuda="nodevice")
+    assert facts["mode"] == "unavailable"
+    assert facts["reason"] == "no usable NVIDIA GPU: cuInit failed: CUDA_ERROR_NO_DEVICE (100)"
+
+
+def test_timeout(tmp_path, libs):
+    facts, _dir = run(tmp_path, libs, cuda="hang", probe_timeout=2)
+    assert facts["mode"] == "failed"
+    assert facts["probe"]["timed_out"] is True
+    assert facts["reasons"][0] == "probe timed out after 2 s during cuInit"
+
+
+def test_corrupt_read_fails_verification(tmp_path, libs):
+    facts, _dir = run(tmp_path, libs, mode="corrupt")
+    assert facts["mode"] == "failed"
+    assert facts["reason"].startswith("data read back differs at offset 1048576")
+    assert facts["verified"] is False
+
+
+def test_write_error_named(tmp_path, libs):
+    facts, _dir = run(tmp_path, libs, mode="write_error")
+    assert facts["mode"] == "failed"
+    assert "cuFileWrite failed at offset" in facts["reason"] and "EIO (Input/output error)" in facts["reason"]
+
+
+def test_gds_proven_by_nvidia_fs_counters(tmp_path, libs):
+    with open(STATS) as f:
+        stats = f.read().replace("Reads   : n=1048576 ok=1048576", "Reads   : n=100 ok=100").replace(
+            "Writes  : n=0 ok=0", "Writes  : n=100 ok=100")
+    host_kw = {"nvfs": True, "nvfs_stats": stats}
+    stats_path = os.path.join(str(tmp_path), "proc-root", "proc", "driver", "nvidia-fs", "stats")
+    facts, _dir = run(tmp_path, libs, mode="nvfs", host_kw=host_kw, extra_env={"GDS_STANDIN_NVFS_STATS": stats_path})
+    assert facts["mode"] == "gds", facts["reason"]
+    assert facts["proven"] is True
+    assert facts["reason"].startswith("nvidia-fs Writes ok +1,")  # 8 MiB = one 16 MiB-or-less chunk
+    assert facts["nvidia_fs"]["loaded"] is True and facts["versions"]["nvidia_fs"] == "2.26"
+
+
+def test_p2pdma(tmp_path, libs):
+    facts, _dir = run(tmp_path, libs, mode="p2pdma")
+    assert facts["mode"] == "p2pdma", facts["reason"]
+
+
+def test_probe_source_is_the_module_file(monkeypatch):
+    with open(child._gds_probe.__file__) as f:
+        text = f.read()
+    assert child.probe_source() == text
+
+    class BytesLoader(object):  # what Ansible's collection loader returns
+        def get_source(self, name):
+            return text.encode("utf-8")
+
+    monkeypatch.setattr(child._gds_probe, "__loader__", BytesLoader())
+    assert child.probe_source() == text
+
+
+def test_parse_output_without_result():
+    result, step, problem = child.parse_output("hello\n@@GDS_PROBE@@ step cuInit\n")
+    assert result is None and step == "cuInit" and problem == "no result line"
+    assert child.signal_name(-6) == "SIGABRT" and child.signal_name(0) is None

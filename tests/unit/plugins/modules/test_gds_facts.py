@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gpudirect.storage.gds_facts as a whole module: a GPU-less host (what CI and the lab hosts
+are), check mode, require_mode, bad options, and a probe against the C stand-ins."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.gpudirect.storage.plugins.modules import gds_facts
+from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin
+from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
+
+
+@pytest.fixture
+def gpu_less(tmp_path, monkeypatch):
+    host, proc = standin.fake_host(str(tmp_path), nvidia=False)
+    monkeypatch.setenv("GPUDIRECT_HOST_ROOT", host)
+    monkeypatch.setenv("GPUDIRECT_PROC_ROOT", proc)
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    monkeypatch.delenv("CUFILE_ENV_PATH_JSON", raising=False)
+    data = tmp_path / "data"
+    data.mkdir()
+    return str(data)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_gpu_less_host_is_unavailable_with_reason(gpu_less, check_mode):
+    res = run_module(gds_facts.main, {"probe_path": [gpu_less]}, check_mode=check_mode)
+    assert res["changed"] is False and not res.get("failed")
+    gds = res["ansible_facts"]["gds"]
+    assert gds["mode"] == "unavailable"
+    assert gds["reason"] == "no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing"
+    assert gds["probe"]["ran"] is False and gds["verified"] is False
+    assert gds["kernel"]["release"] == "6.18.44-standin"
+    assert gds["cufile"]["files"][0] == {"path": "/etc/cufile.json", "role": "global", "exists": False}
+    assert os.listdir(gpu_less) == []
+
+
+def test_require_mode_fails_with_reason_and_facts(gpu_less):
+    res = run_module(gds_facts.main, {"probe_path": [gpu_less], "require_mode": "compat"})
+    assert res["failed"] is True
+    assert res["msg"].startswith("GDS verdict is unavailable, weaker than require_mode=compat: no NVIDIA driver")
+    assert res["ansible_facts"]["gds"]["require_mode"] == {"mode": "compat", "met": False}
+
+
+def test_overlay_config_is_returned_for_validation(gpu_less, tmp_path):
+    overlay = tmp_path / "user.json"
+    overlay.write_text('{"properties": {"allow_compat_mode": false}}\n')
+    res = run_module(gds_facts.main, {"probe_path": [gpu_less], "cufile_env_path_json": str(overlay)})
+    cufile = res["ansible_facts"]["gds"]["cufile"]
+    assert cufile["env_path_json"] == str(overlay)
+    assert cufile["files"][1]["role"] == "overlay" and cufile["files"][1]["text"].startswith('{"properties"')
+    assert cufile["effective"] == {"allow_compat_mode": False}
+
+
+@pytest.mark.parametrize("args, msg", [
+    ({"probe_size_mb": 0}, "probe_size_mb=0 is out of range: it must be between 1 and 65536"),
+    ({"probe_timeout": 1}, "probe_timeout=1 is out of range"),
+    ({"probe_threads": 65}, "probe_threads=65 is out of range"),
+    ({"probe_path": ["relative/dir"]}, "probe_path entry 'relative/dir' must be an absolute path"),
+    ({"probe_path": []}, "probe_path must name at least one directory when probe=true"),
+])
+def test_bad_options_name_the_option(gpu_less, args, msg):
+    res = run_module(gds_facts.main, args)
+    assert res["failed"] is True and res["msg"].startswith(msg)
+
+
+@pytest.mark.skipif(standin.gcc() is None, reason="needs a C compiler for the libcufile stand-in")
+def test_probe_through_the_module(tmp_path, monkeypatch):
+    libs = standin.build(str(tmp_path / "libs"))
+    host, proc = standin.fake_host(str(tmp_path))
+    monkeypatch.setenv("GPUDIRECT_HOST_ROOT", host)
+    monkeypatch.setenv("GPUDIRECT_PROC_ROOT", proc)
+    monkeypatch.setenv("LD_LIBRARY_PATH", libs)
+    monkeypatch.delenv("GDS_STANDIN_CUFILE", raising=False)
+    data = tmp_path / "data"
+    data.mkdir()
+    res = run_module(gds_facts.main, {"probe_path": str(data), "probe_size_mb": 4, "require_mode": "compat"},
+                     check_mode=True)
+    gds = res["ansible_facts"]["gds"]
+    assert not res.get("failed") and gds["mode"] == "compat" and gds["require_mode"]["met"] is True
+    assert gds["probe"]["paths"][0]["verify"]["verified_bytes"] == 4 << 20
+    assert gds["libcufile"]["path"] == os.path.join(libs, "libcufile.so.0")
+    assert list(data.iterdir()) == []

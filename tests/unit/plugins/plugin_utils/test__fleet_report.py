@@ -1,0 +1,376 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Unit tests of the fleet report (records, journal, summary, Markdown, HTML, file writing).
+
+CAPTURED_* are real: the ``ansible_facts.gds`` that gpudirect.storage.gds_facts returned on a
+host with the CUDA stand-ins (tests/fixtures/cuda_standin), trimmed to the keys the report reads,
+and the run journal the gds_fleet_report callback wrote during playbooks/verify.yml +
+playbooks/report.yml against a fake fleet (one host unreachable, one forced to fail with
+gds_verify_require_mode=gds), 2026-11-23, ansible-core 2.19.14.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_html as frh
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_write as frw
+
+CAPTURED_COMPAT_FACTS = {
+    "cufile": {"findings": [], "note": "no /etc/cufile.json: libcufile uses its built-in defaults", "valid": True,
+               "validator": "ok"},
+    "gpus": [{"bar1_total_mib": 131072, "fb_total_mib": 81559, "index": 0, "name": "NVIDIA H100 80GB HBM3",
+              "pci_bus_id": "00000000:00:05.0", "uuid": "GPU-5a1d0000-0000-4000-8000-000000000001"}],
+    "mode": "compat",
+    "nvidia_fs": {"loaded": False, "version": None},
+    "probe": {"enabled": True, "ran": True, "size_mb": 16, "threads": 4},
+    "proven": True,
+    "reason": "nvidia_fs kernel module not loaded (and properties.use_pci_p2pdma is off); ext4 on /dev/vda (virtio "
+              "device) is not a GDS-capable device: nvidia-fs serves local ext4/xfs on NVMe/NVMe-oF; cufile.log: "
+              "NOTICE running in compatible mode",
+    "reasons": ["nvidia_fs kernel module not loaded (and properties.use_pci_p2pdma is off)",
+                "ext4 on /dev/vda (virtio device) is not a GDS-capable device: nvidia-fs serves local ext4/xfs on "
+                "NVMe/NVMe-oF",
+                "cufile.log: NOTICE running in compatible mode"],
+    "secure_boot": "unknown",
+    "throughput": {"read_gbps": 0.877, "size_mb": 16, "write_gbps": 1.404},
+    "verified": True,
+    "versions": {"cuda_driver": "13.0", "kernel": "6.18.44-fc-v669", "libcufile": None, "nvidia_driver": "580.159.04",
+                 "nvidia_fs": None, "nvidia_kernel_module": None, "ofed": None},
+}
+
+CAPTURED_JOURNAL = "\n".join([
+    '{"event": "start", "run_id": "d1cb13beff3342eeb9dbf2d7054a60ae", "pid": 4735}',
+    '{"event": "playbook", "name": "run.yml"}',
+    '{"action": "gpudirect.storage.gds_facts", "event": "unreachable", "host": "unreachable-05", "msg": "Failed to '
+    'connect to the host via ssh: Connection timed out during banner exchange", "play": "Verify GPUDirect Storage", '
+    '"role": "gpudirect.storage.gds_verify", "task": "Gather GDS facts and prove the data path with a cuFile write '
+    'and read"}',
+    '{"action": "ansible.builtin.assert", "event": "failed", "host": "require-gds-04", "msg": "require-gds-04: GDS '
+    'verdict compat is weaker than the required gds: nvidia_fs kernel module not loaded (and '
+    'properties.use_pci_p2pdma is off); ext4 on /dev/vda (virtio device) is not a GDS-capable device: nvidia-fs '
+    'serves local ext4/xfs on NVMe/NVMe-oF; cufile.log: NOTICE running in compatible mode", "play": "Verify '
+    'GPUDirect Storage", "role": "gpudirect.storage.gds_verify", "task": "Assert the GDS verdict is at least (none)"}',
+]) + "\n"
+
+GDS_FACTS = dict(CAPTURED_COMPAT_FACTS, mode="gds", proven=True,
+                 reason="nvidia-fs Writes ok +16, Reads ok +16 during the probe (rw_stats_enabled=1)",
+                 reasons=["nvidia-fs Writes ok +16, Reads ok +16 during the probe (rw_stats_enabled=1)"],
+                 throughput={"write_gbps": 12.3456, "read_gbps": 18.2, "size_mb": 256},
+                 versions=dict(CAPTURED_COMPAT_FACTS["versions"], nvidia_fs="2.26.6", libcufile="1.15.1",
+                               ofed="25.10-1.7.1", nvidia_kernel_module="open"))
+NO_DRIVER = "no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing"
+UNAVAILABLE_FACTS = {"mode": "unavailable", "reasons": [NO_DRIVER], "reason": NO_DRIVER,
+                     "throughput": {"write_gbps": None, "read_gbps": None, "size_mb": None},
+                     "versions": {}, "gpus": [], "verified": False, "proven": False}
+
+
+def fleet_report(generated="2026-11-23T05:21:30Z"):
+    """The report of the captured run, plus a gds host and an unavailable host."""
+    facts = {"gpu-standin-01": CAPTURED_COMPAT_FACTS, "require-gds-04": CAPTURED_COMPAT_FACTS,
+             "gds-10": GDS_FACTS, "no-libcufile-03": UNAVAILABLE_FACTS}
+    journal = fr.fold_journal(fr.parse_journal(CAPTURED_JOURNAL))
+    hosts = ["gds-10", "gpu-standin-01", "no-libcufile-03", "require-gds-04", "unreachable-05"]
+    return fr.build_report(fr.build_records(hosts, facts, journal), generated=generated)
+
+
+def by_host(report):
+    return dict((r["host"], r) for r in report["hosts"])
+
+
+# -- records --------------------------------------------------------------------------------------
+def test_slim_facts_keeps_what_the_report_reads_and_is_idempotent():
+    slim = fr.slim_facts(CAPTURED_COMPAT_FACTS)
+    assert slim["gpus"] == ["NVIDIA H100 80GB HBM3"]
+    assert slim["throughput"] == CAPTURED_COMPAT_FACTS["throughput"]
+    assert slim["cufile"] == {"valid": True, "errors": None, "findings": []}
+    assert fr.slim_facts(slim) == slim
+    assert fr.slim_facts(None) is None and fr.slim_facts({"no": "mode"}) is None
+
+
+def test_record_from_real_compat_facts():
+    rec = fr.build_record("gpu-standin-01", CAPTURED_COMPAT_FACTS)
+    assert rec["status"] == "ok" and rec["mode"] == "compat"
+    assert rec["reason"] == CAPTURED_COMPAT_FACTS["reason"]
+    assert rec["throughput"] == {"write_gbps": 1.4, "read_gbps": 0.88, "size_mb": 16}
+    assert rec["versions"]["nvidia_driver"] == "580.159.04" and rec["versions"]["ofed"] is None
+    assert rec["gpus"] == ["NVIDIA H100 80GB HBM3"]
+    assert rec["failed_checks"] == [] and rec["failure"] is None and rec["verified"] is True
+
+
+def test_unreachable_host_from_the_real_journal_has_the_ssh_error_and_the_task():
+    rec = by_host(fleet_report())["unreachable-05"]
+    assert rec["status"] == "unreachable" and rec["mode"] == "unknown"
+    assert rec["reason"].startswith("unreachable during Gather GDS facts and prove the data path")
+    assert "Failed to connect to the host via ssh: Connection timed out during banner exchange" in rec["reason"]
+    assert rec["failure"]["role"] == "gpudirect.storage.gds_verify"
+    assert rec["failed_checks"][0]["detail"].startswith("unreachable: Failed to connect")
+
+
+def test_failed_host_keeps_its_facts_and_the_failing_assertion_without_repeating_the_verdict():
+    rec = by_host(fleet_report())["require-gds-04"]
+    assert rec["status"] == "failed" and rec["mode"] == "compat"
+    assert rec["reason"].startswith("failed at Assert the GDS verdict is at least (none) (role gpudirect.storage."
+                                    "gds_verify): require-gds-04: GDS verdict compat is weaker than the required gds")
+    assert rec["reason"].count("nvidia_fs kernel module not loaded") == 1
+    assert rec["throughput"]["write_gbps"] == 1.4
+    assert rec["failed_checks"] == [{"check": "task: Assert the GDS verdict is at least (none)",
+                                     "detail": rec["failure"]["msg"]}]
+
+
+def test_host_without_facts_or_journal_is_unknown_and_says_how_to_learn_why():
+    rec = fr.build_records(["quiet-01"], {}, {}, journal_enabled=False)[0]
+    assert rec["status"] == "unknown" and rec["mode"] == "unknown"
+    assert "enable the gpudirect.storage.gds_fleet_report callback" in rec["reason"]
+    assert "callback" not in fr.build_record("quiet-01", None, None, journal_enabled=True)["reason"]
+
+
+def test_hosts_only_in_the_journal_are_added_and_order_is_natural():
+    journal = fr.fold_journal([fr.journal_event("unreachable", "gpu-10", {"task": "Gathering Facts"},
+                                                {"msg": "No route to host", "unreachable": True})])
+    names = [r["host"] for r in fr.build_records(["gpu-2", "gpu-1", "gpu-2"], {}, journal)]
+    assert names == ["gpu-1", "gpu-2", "gpu-10"]
+
+
+@pytest.mark.parametrize("result, expected", [
+    ({"msg": "Task failed: Failed to connect to the host via ssh: No route to host"},
+     "Failed to connect to the host via ssh: No route to host"),
+    ({"msg": "non-zero return code", "rc": 2, "stderr": "E: Unable to locate package nvidia-fs-dkms"},
+     "non-zero return code | stderr: E: Unable to locate package nvidia-fs-dkms"),
+    ({"rc": 3}, "rc=3"),
+    ({"results": [{"failed": False}, {"failed": True, "msg": "item two broke"}]}, "item two broke"),
+    ({}, "failed without a message"),
+    ("plain text\nover lines", "plain text over lines"),
+])
+def test_failure_message(result, expected):
+    assert fr.failure_message(result) == expected
+
+
+def test_failure_message_is_one_bounded_line():
+    text = fr.failure_message({"msg": "x" * 5000})
+    assert len(text) == fr.MSG_LIMIT and text.endswith("...")
+
+
+def test_journal_failed_event_carries_the_facts_of_a_failed_gds_facts_task():
+    result = {"failed": True, "msg": "GDS verdict is compat, weaker than require_mode=gds: ...",
+              "ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}}
+    event = fr.journal_event("failed", "n1", {"task": "Gate", "role": None}, result)
+    assert "role" not in event and event["facts"]["mode"] == "compat"
+    rec = fr.build_record("n1", None, fr.fold_journal(fr.parse_journal(json.dumps(event)))["n1"])
+    assert rec["mode"] == "compat" and rec["status"] == "failed" and rec["throughput"]["read_gbps"] == 0.88
+
+
+def test_fold_journal_rescue_unreachable_and_noise():
+    events = fr.parse_journal("\n".join([
+        "not json", "[1, 2]", "", json.dumps({"event": "start", "run_id": "r"}),
+        json.dumps(fr.journal_event("failed", "a", {"task": "t1"}, {"msg": "boom"})),
+        json.dumps(fr.journal_event("recovered", "a", {"task": "t2"})),
+        json.dumps(fr.journal_event("unreachable", "b", {"task": "t1"}, {"msg": "gone"})),
+        json.dumps(fr.journal_event("failed", "b", {"task": "t2"}, {"msg": "later"})),
+    ]))
+    assert len(events) == 5
+    state = fr.fold_journal(events)
+    assert state["a"]["status"] is None and state["a"]["recovered"] and len(state["a"]["failures"]) == 1
+    assert state["b"]["status"] == "unreachable" and state["b"]["failure"]["msg"] == "gone"
+    rec = fr.build_record("a", CAPTURED_COMPAT_FACTS, state["a"])
+    assert rec["status"] == "ok" and rec["recovered"] and rec["failed_checks"][0]["detail"] == "boom"
+
+
+def test_invalid_cufile_json_is_a_failed_check_with_the_validator_message():
+    pytest.importorskip("jsonschema")  # the controller-side validator the gds_facts action uses
+    from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import lint_text
+    result = lint_text('{"properties": {"max_direct_io_size_kb": "lots"}}', source="/etc/cufile.json")
+    assert not result.ok
+    facts = dict(CAPTURED_COMPAT_FACTS, cufile={"valid": False, "errors": len(result.errors),
+                                                "findings": [f.as_dict() for f in result.findings]})
+    checks = fr.build_record("n", facts)["failed_checks"]
+    assert checks[0]["check"] == "cufile.json is valid"
+    assert checks[0]["detail"].startswith("%d error(s): properties.max_direct_io_size_kb" % len(result.errors))
+
+
+def test_require_mode_probe_failure_and_pending_reboot_are_failed_checks():
+    facts = dict(CAPTURED_COMPAT_FACTS, mode="failed", reason="cuFileHandleRegister failed: CU_FILE_HANDLE_NOT_"
+                 "REGISTERED (5027)", require_mode={"mode": "gds", "met": False})
+    rec = fr.build_record("n", facts, reboot_pending="mofed installed new RDMA kernel modules")
+    assert [c["check"] for c in rec["failed_checks"]] == ["verdict meets require_mode=gds", "cuFile probe", "reboot"]
+    assert rec["reboot_pending"] == "mofed installed new RDMA kernel modules"
+
+
+def test_summary_counts_by_mode_and_status():
+    s = fleet_report()["summary"]
+    assert s["hosts"] == 5 and s["gds_ready"] == 1
+    assert s["by_mode"] == {"gds": 1, "p2pdma": 0, "compat": 2, "unavailable": 1, "failed": 0, "unknown": 1}
+    assert s["by_status"] == {"ok": 3, "failed": 1, "unreachable": 1, "unknown": 0}
+    assert s["not_gds"] == ["gpu-standin-01", "no-libcufile-03", "require-gds-04", "unreachable-05"]
+    assert s["probed"] == 3 and s["max_gbps"] == 18.2
+
+
+def test_same_report_ignores_generation_time_and_run():
+    assert fr.same_report(fleet_report("t1"), dict(fleet_report("t2"), run={"playbooks": ["x.yml"]}))
+    changed = fleet_report()
+    changed["hosts"][0]["mode"] = "compat"
+    assert not fr.same_report(fleet_report(), changed)
+    assert not fr.same_report(None, fleet_report())
+
+
+# -- Markdown --------------------------------------------------------------------------------------
+def test_markdown_table_one_row_per_host_with_reasons_for_non_gds_only():
+    report = fleet_report()
+    report["hosts"][0]["reason"] = "a | pipe"  # gds host: its reason is not shown
+    md = fr.render_markdown(report)
+    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith(("| host", "| ---"))]
+    assert [r.split(" | ")[0][2:] for r in rows] == [r["host"] for r in report["hosts"]]
+    assert rows[0] == "| gds-10 | ok | gds | 12.35 | 18.20 | 580.95.05 (open) | 2.26.6 | 1.15.1 | 25.10-1.7.1 | - |" \
+        .replace("580.95.05", "580.159.04")
+    assert "unreachable during Gather GDS facts" in rows[-1]
+    assert "5 hosts, 1 ready for GDS. Modes: gds 1, compat 2, unavailable 1, unknown 1." in md
+
+
+def test_markdown_escapes_table_syntax():
+    rec = fr.build_record("h|1", None, {"status": "failed", "failure": {"task": "t", "msg": "a|b <x>", "kind": "failed"}})
+    md = fr.render_markdown(fr.build_report([rec]))
+    assert "| h\\|1 |" in md and "a\\|b &lt;x>" in md
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+class Page(HTMLParser):
+    """Collects the table rows, the SVG bars, the reasons list, scripts and links of the page."""
+
+    def __init__(self):
+        HTMLParser.__init__(self)
+        self.rows, self.bars, self.reasons, self.urls, self.scripts = [], [], [], [], 0
+        self._in_reason = None
+        self.reason_text = {}
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "tr" and "data-host" in a:
+            self.rows.append(a)
+        if tag == "rect" and a.get("class") == "bar":
+            self.bars.append(a)
+        if tag == "li" and (a.get("id") or "").startswith("reason-"):
+            self.reasons.append(a["data-host"])
+            self._in_reason = a["data-host"]
+            self.reason_text[self._in_reason] = ""
+        if tag == "script":
+            self.scripts += 1
+        for key in ("src", "href"):
+            if a.get(key):
+                self.urls.append(a[key])
+
+    def handle_data(self, data):
+        if self._in_reason:
+            self.reason_text[self._in_reason] += data
+
+    def handle_endtag(self, tag):
+        if tag == "li":  # the reason text comes before the nested list of failed checks
+            self._in_reason = None
+
+
+def parse_page(report):
+    page = Page()
+    page.feed(frh.render_html(report))
+    return page
+
+
+def test_html_has_one_row_per_host_the_svg_bars_and_every_reason():
+    report = fleet_report()
+    page = parse_page(report)
+    assert [r["data-host"] for r in page.rows] == [r["host"] for r in report["hosts"]]
+    assert sorted((b["data-host"], b["data-kind"]) for b in page.bars) == sorted(
+        (h, k) for h in ("gds-10", "gpu-standin-01", "require-gds-04") for k in ("write", "read"))
+    assert page.reasons == ["gpu-standin-01", "no-libcufile-03", "require-gds-04", "unreachable-05"]
+    assert "Connection timed out during banner exchange" in page.reason_text["unreachable-05"]
+    assert "weaker than the required gds" in page.reason_text["require-gds-04"]
+    text = frh.render_html(report)
+    assert text.count("Connection timed out during banner exchange") == 3  # sort value, cell, reasons (no repeat)
+
+
+def test_html_lists_failed_checks_the_reason_does_not_already_say():
+    facts = dict(CAPTURED_COMPAT_FACTS, require_mode={"mode": "gds", "met": False})
+    rec = fr.build_record("n", facts, {"status": "failed", "failures": [{"task": "t", "msg": "boom", "kind": "failed"}],
+                                       "failure": {"task": "t", "msg": "boom", "kind": "failed"}})
+    page = Page()
+    page.feed(frh.render_html(fr.build_report([rec])))
+    assert page.reason_text["n"].endswith("verdict meets require_mode=gds: verdict is compat")
+    assert "task: t: boom" not in frh.render_html(fr.build_report([rec]))
+
+
+def test_html_bars_are_scaled_to_the_fastest_host():
+    page = parse_page(fleet_report())
+    widths = dict(((b["data-host"], b["data-kind"]), float(b["width"])) for b in page.bars)
+    assert widths[("gds-10", "read")] > widths[("gds-10", "write")] > widths[("gpu-standin-01", "write")]
+    assert widths[("gds-10", "read")] <= 900 - 180 - 60
+
+
+def test_html_is_self_contained_and_escapes_host_data():
+    rec = fr.build_record('<img src=x onerror="alert(1)">', None,
+                          {"status": "failed", "failure": {"task": "<script>", "msg": "</td><b>", "kind": "failed"}})
+    text = frh.render_html(fr.build_report([rec]))
+    page = Page()
+    page.feed(text)
+    assert page.urls == [] and page.scripts == 1
+    assert "<img src=x" not in text and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in text
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", text)
+
+
+def test_html_without_probe_says_so_instead_of_an_empty_chart():
+    text = frh.render_html(fr.build_report([fr.build_record("n", UNAVAILABLE_FACTS)]))
+    assert 'id="chart-empty"' in text and "<svg" not in text
+
+
+def test_html_long_reasons_are_cut_in_the_table_but_whole_below_it():
+    rec = fr.build_record("n", dict(UNAVAILABLE_FACTS, reasons=["why " * 90]))
+    text = frh.render_html(fr.build_report([rec]))
+    # whole: the cell's sort value and tooltip, and the reasons section; cut: the cell's text
+    assert text.count(("why " * 90).strip()) == 3
+    assert "&hellip;</span>" in text
+
+
+@pytest.mark.parametrize("top, expected", [(0, [0, 1]), (2.88, [0, 0.5, 1, 1.5, 2, 2.5, 3]),
+                                           (18.2, [0, 5, 10, 15, 20]), (0.3, [0, 0.1, 0.2, 0.3])])
+def test_chart_ticks(top, expected):
+    assert frh._ticks(top) == expected
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def test_write_report_then_unchanged_then_changed(tmp_path):
+    dest = str(tmp_path / "reports")
+    first = frw.write_report(dest, fleet_report("2026-11-23T05:00:00Z"))
+    assert first["changed"] and sorted(os.listdir(dest)) == ["gds-fleet.html", "gds-fleet.json", "gds-fleet.md"]
+    saved = json.load(open(first["files"]["json"]))
+    assert saved["schema"] == fr.SCHEMA and len(saved["hosts"]) == 5
+    again = frw.write_report(dest, fleet_report("2026-11-23T06:00:00Z"))
+    assert not again["changed"]
+    assert json.load(open(first["files"]["json"]))["generated"] == "2026-11-23T05:00:00Z"
+    report = fleet_report()
+    report["hosts"][1]["status"] = "failed"
+    assert frw.write_report(dest, report, check_mode=True)["changed"]
+    assert json.load(open(first["files"]["json"]))["hosts"][1]["status"] == "ok"  # check mode wrote nothing
+    third = frw.write_report(dest, report)
+    assert third["changed"] and third["diff"]["before"] != third["diff"]["after"]
+    assert sorted(os.listdir(dest)) == ["gds-fleet.html", "gds-fleet.json", "gds-fleet.md"]  # no temp files left
+
+
+def test_write_report_missing_file_or_broken_json_counts_as_changed(tmp_path):
+    dest = str(tmp_path)
+    frw.write_report(dest, fleet_report())
+    os.unlink(os.path.join(dest, "gds-fleet.html"))
+    assert frw.write_report(dest, fleet_report())["changed"]
+    with open(os.path.join(dest, "gds-fleet.json"), "w") as f:
+        f.write("{broken")
+    assert frw.write_report(dest, fleet_report())["changed"]
+    assert frw.write_report(str(tmp_path / "json-only"), fleet_report(), formats=["json"])["files"].keys() == {"json"}
+
+
+def test_write_report_check_mode_creates_nothing(tmp_path):
+    res = frw.write_report(str(tmp_path / "new"), fleet_report(), check_mode=True)
+    assert res["changed"] and not os.path.exists(str(tmp_path / "new"))
