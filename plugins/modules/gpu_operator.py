@@ -1,0 +1,319 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_operator
+short_description: Install or upgrade the NVIDIA GPU Operator with GPUDirect Storage and wait until nvidia-fs is up
+version_added: 0.1.0
+description:
+  - Runs C(helm upgrade --install) of the NVIDIA GPU Operator chart with GDS enabled, with helm 3 (3.19+) or
+    helm 4 (detected from C(helm version)). Runs where C(kubectl)/C(helm) would run, the controller or a kube
+    admin host; needs the C(kubernetes) and C(PyYAML) Python libraries there.
+  - C(changed) is honest without the helm-diff plugin. The merged user values (O(values_files), O(values),
+    O(gds), O(rdma), O(driver)) and the chart name/version are compared with C(helm get values) and
+    C(helm history). A release that is not C(deployed) (failed, pending-*) needs action.
+  - Values reach helm through one temporary file (mode 0600), never through C(--set) strings.
+  - "Preflight, before anything changes: GDS >= 2.17.5 needs the open kernel module, so the module fails when
+    C(driver.kernelModuleType) is C(proprietary). GPU nodes whose OS (NFD labels) the GPU Operator does not
+    support for GDS are named in a warning, or a failure with O(unsupported_os=fail)."
+  - After helm, with O(wait), it waits until the ClusterPolicy C(status.state) is C(ready) and on every GPU node
+    (label C(nvidia.com/gpu.present=true)) the driver pod's C(nvidia-fs-ctr) container (and C(nvidia-peermem-ctr)
+    with RDMA) is ready and runs the image the ClusterPolicy asks for. helm's own C(--wait) returns before the
+    operator has even created these containers. On timeout it fails and names the nodes, the containers and their
+    waiting reasons (for example C(CrashLoopBackOff) and the last termination message). With
+    O(rollback_on_failure) it then rolls back to the previous revision, or uninstalls a failed first install.
+extends_documentation_fragment:
+  - gpudirect.storage._attributes
+  - gpudirect.storage._attributes.ACTIONGROUP_GDS
+attributes:
+  check_mode:
+    support: full
+    details: Only read-only helm commands (C(version), C(show chart), C(history), C(get values)) and API reads run.
+  diff_mode:
+    support: full
+    details: The user values of the release before and after (YAML), with the chart name-version.
+requirements:
+  - helm 3 (3.19 or later tested) or helm 4 (4.1 tested)
+  - kubernetes (Python library)
+  - PyYAML (Python library, for O(values_files) and the diff)
+options:
+  state:
+    description: V(present) installs or upgrades the release; V(absent) uninstalls it (CRDs stay, as with helm).
+    type: str
+    choices: [present, absent]
+    default: present
+    aliases: [release_state]
+  release_name:
+    description: Helm release name.
+    type: str
+    default: gpu-operator
+    aliases: [name]
+  release_namespace:
+    description: Namespace of the release and of the operator (driver pods are looked up there).
+    type: str
+    default: gpu-operator
+    aliases: [namespace]
+  create_namespace:
+    description: Create O(release_namespace) if absent (C(helm --create-namespace)).
+    type: bool
+    default: true
+  chart_ref:
+    description:
+      - The chart. A chart name with O(chart_repo_url) (for example V(gpu-operator)), a local chart directory,
+        a packaged C(.tgz), or an C(oci://) reference.
+      - Air-gapped sites use a directory or C(.tgz) fetched elsewhere with C(helm pull), a repository mirror
+        served over HTTP(S), or an OCI registry mirror.
+      - Required with O(state=present).
+    type: str
+  chart_repo_url:
+    description: Chart repository URL (C(helm --repo)), used with a chart name in O(chart_ref).
+    type: str
+  chart_version:
+    description:
+      - Chart version (C(helm --version)); compared with the installed release's chart version.
+      - Omitted, the version C(helm show chart) reports (latest for a repository) is the desired one.
+    type: str
+  values:
+    description: Chart values, merged over O(values_files) like C(helm -f).
+    type: dict
+    default: {}
+  values_files:
+    description: Values files on the host running the module, merged in order before O(values).
+    type: list
+    elements: path
+    default: []
+  gds:
+    description:
+      - GPUDirect Storage settings, written to the chart's C(gds.*) values. An option set here must not
+        contradict O(values) (the module fails naming both).
+    type: dict
+    default: {}
+    suboptions:
+      enabled:
+        description: C(gds.enabled). Unset means V(true) unless O(values) or a values file says otherwise.
+        type: bool
+      version:
+        description: C(gds.version), the nvidia-fs image tag without the OS suffix (for example V(2.29.4)); the operator appends C(-<os>).
+        type: str
+      repository:
+        description: C(gds.repository).
+        type: str
+      image:
+        description: C(gds.image).
+        type: str
+  rdma:
+    description: GPUDirect RDMA settings (C(driver.rdma.*)); with RDMA on, C(nvidia-peermem-ctr) must be ready too.
+    type: dict
+    default: {}
+    suboptions:
+      enabled:
+        description: C(driver.rdma.enabled).
+        type: bool
+      use_host_mofed:
+        description: C(driver.rdma.useHostMofed), MOFED/DOCA-OFED installed on the hosts rather than by the Network Operator.
+        type: bool
+  driver:
+    description: Driver settings (C(driver.*)).
+    type: dict
+    default: {}
+    suboptions:
+      version:
+        description: C(driver.version).
+        type: str
+      kernel_module_type:
+        description: C(driver.kernelModuleType). GDS >= 2.17.5 needs V(open) (or V(auto) choosing it).
+        type: str
+        choices: [auto, open, proprietary]
+  kubeconfig:
+    description: Path of the kubeconfig on the host running the module. Omitted, C(KUBECONFIG), C(~/.kube/config) or the in-cluster service account.
+    type: path
+  kubeconfig_content:
+    description:
+      - A kubeconfig as a YAML string or a dict, for example from a vault. It is written to a temporary file
+        (mode 0600, removed afterwards) and never logged.
+      - Mutually exclusive with O(kubeconfig).
+    type: raw
+  context:
+    description: Kubeconfig context (C(helm --kube-context)).
+    type: str
+    aliases: [kube_context]
+  helm_binary:
+    description: helm executable, a name looked up in C(PATH) or an absolute path.
+    type: str
+    default: helm
+  wait:
+    description:
+      - Wait for helm (C(--wait) with helm 3, C(--wait=watcher) with helm 4) and then for GDS readiness
+        (ClusterPolicy ready and C(nvidia-fs-ctr) ready on every GPU node).
+      - Also applies when nothing changed, so a re-run verifies GDS is up.
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds (or a duration like V(10m)) for helm and the readiness wait together.
+    type: raw
+    default: 600
+  rollback_on_failure:
+    description:
+      - When helm fails or GDS is not ready in time after this run changed the release, roll back to the previous
+        deployed revision (C(helm rollback)), or uninstall a failed first install; then fail.
+    type: bool
+    default: true
+  unsupported_os:
+    description: What to do when GDS is enabled and GPU nodes run an OS the GPU Operator does not support for GDS.
+    type: str
+    choices: [warn, fail]
+    default: warn
+notes:
+  - Why not M(kubernetes.core.helm) - its C(changed) ignores C(set_values), it fails on helm 4 (C(helm list --all)),
+    and it treats failed releases as absent. See C(docs/gpu_operator.md).
+  - C(changed) compares user-supplied values, not rendered manifests. A chart whose content changes without a new
+    chart version is not detected.
+seealso:
+  - module: kubernetes.core.helm
+author:
+  - gpudirect.storage maintainers (@gpudirect)
+"""
+
+EXAMPLES = r"""
+- name: GPU Operator with GDS from a local chart (air-gapped)
+  gpudirect.storage.gpu_operator:
+    chart_ref: /srv/charts/gpu-operator-v26.7.0.tgz
+    kubeconfig: /etc/kubernetes/admin.conf
+    gds:
+      version: "2.29.4"
+    driver:
+      kernel_module_type: open
+    wait_timeout: 15m
+
+- name: From a chart repository, with GPUDirect RDMA and host MOFED
+  gpudirect.storage.gpu_operator:
+    chart_ref: gpu-operator
+    chart_repo_url: "{{ gpu_operator_chart_repo_url }}"
+    chart_version: v26.7.0
+    rdma:
+      enabled: true
+      use_host_mofed: true
+    values:
+      operator:
+        defaultRuntime: containerd
+    unsupported_os: fail
+
+- name: Kubeconfig from a vault, nothing logged
+  gpudirect.storage.gpu_operator:
+    chart_ref: oci://registry.example/nvidia/gpu-operator
+    chart_version: v26.7.0
+    kubeconfig_content: "{{ vault_admin_kubeconfig }}"
+
+- name: Remove the release
+  gpudirect.storage.gpu_operator:
+    state: absent
+"""
+
+RETURN = r"""
+release:
+  description: The release after the run (before it in check mode). C(status) is V(absent) when not installed.
+  returned: always
+  type: dict
+  sample: {name: gpu-operator, namespace: gpu-operator, revision: 3, chart: gpu-operator-v26.7.0,
+           chart_version: v26.7.0, app_version: v26.7.0, status: deployed}
+values:
+  description: The merged user-supplied values applied (desired ones in check mode); empty for O(state=absent).
+  returned: always
+  type: dict
+  sample: {gds: {enabled: true, version: "2.29.4"}, driver: {kernelModuleType: open}}
+reasons:
+  description: Why the release needed action (empty when nothing changed).
+  returned: always
+  type: list
+  elements: str
+  sample: ["values differ at gds.version"]
+cluster_policy:
+  description: ClusterPolicy name, C(status.state) and conditions as last seen (empty when not waited on).
+  returned: always
+  type: dict
+  sample: {name: cluster-policy, state: ready, conditions: [{type: Ready, status: "True", reason: Reconciled, message: ""}]}
+nodes:
+  description:
+    - GPU nodes with their OS (NFD labels), whether GDS supports it, and (after a wait) whether the driver pod's
+      required containers are ready (C(ready)) and C(nvidia-fs-ctr) is (C(gds_ready)), with container details.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: gpu-a, os: ubuntu 22.04, os_supported: true, ready: true, gds_ready: true,
+            pod: nvidia-driver-daemonset-x7k2p,
+            containers: [{name: nvidia-fs-ctr, ready: true, state: running, reason: "", restart_count: 0,
+                          image: nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-ubuntu22.04}]}]
+helm_version:
+  description: The helm version used.
+  returned: always
+  type: str
+  sample: 3.19.0
+commands:
+  description: The helm commands run, shell-quoted. Kubeconfig contents never appear (only a file path).
+  returned: always
+  type: list
+  elements: str
+rolled_back_to:
+  description: The revision the release was rolled back to after a failure (null when none).
+  returned: failure
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpudirect.storage.plugins.module_utils._gpu_operator_manager import (
+    GpuOperatorManager, ModuleFailure)
+
+
+def argument_spec():
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present", aliases=["release_state"]),
+        release_name=dict(type="str", default="gpu-operator", aliases=["name"]),
+        release_namespace=dict(type="str", default="gpu-operator", aliases=["namespace"]),
+        create_namespace=dict(type="bool", default=True),
+        chart_ref=dict(type="str"),
+        chart_repo_url=dict(type="str"),
+        chart_version=dict(type="str"),
+        values=dict(type="dict", default={}),
+        values_files=dict(type="list", elements="path", default=[]),
+        gds=dict(type="dict", default={}, options=dict(
+            enabled=dict(type="bool"), version=dict(type="str"), repository=dict(type="str"),
+            image=dict(type="str"))),
+        rdma=dict(type="dict", default={}, options=dict(
+            enabled=dict(type="bool"), use_host_mofed=dict(type="bool"))),
+        driver=dict(type="dict", default={}, options=dict(
+            version=dict(type="str"),
+            kernel_module_type=dict(type="str", choices=["auto", "open", "proprietary"]))),
+        kubeconfig=dict(type="path"),
+        kubeconfig_content=dict(type="raw", no_log=True),
+        context=dict(type="str", aliases=["kube_context"]),
+        helm_binary=dict(type="str", default="helm"),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="raw", default=600),
+        rollback_on_failure=dict(type="bool", default=True),
+        unsupported_os=dict(type="str", choices=["warn", "fail"], default="warn"),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
+                           required_if=[("state", "present", ["chart_ref"])],
+                           mutually_exclusive=[("kubeconfig", "kubeconfig_content")])
+    manager = GpuOperatorManager(module)
+    failure = result = None
+    try:
+        result = manager.run()
+    except ModuleFailure as exc:
+        failure = exc
+    finally:
+        manager.cleanup()
+    if failure is not None:
+        module.fail_json(msg=failure.msg, **failure.extra)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
