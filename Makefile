@@ -18,7 +18,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help venv deps aptrepo collection-link lab-up lab-down lab-status demo test test-unit \
-        test-sanity test-lint test-system bench build lock ansible-test-offline clean
+        test-sanity test-lint test-k8s test-system bench build lock ansible-test-offline clean
 
 help:
 	@echo "make demo        venv + lab (N=$(N)) + playbooks/site.yml + verify.yml, prints the result"
@@ -69,7 +69,7 @@ demo: venv lab-up
 # Everything. pytest orchestrates the slow suites too (tests/system), so its summary line is
 # the last thing printed.
 test: venv deps ansible-test-offline
-	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/unit tests/system
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/unit tests/system tests/integration/gpu_operator
 
 test-unit: venv
 	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/unit
@@ -79,6 +79,9 @@ test-sanity: venv ansible-test-offline
 
 test-lint: venv
 	$(BIN)/ansible-lint --offline
+
+test-k8s: venv
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/integration/gpu_operator
 
 test-system: venv deps ansible-test-offline
 	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/system

@@ -75,7 +75,7 @@ attributes:
 seealso:
   - module: gpudirect.storage.gds_facts
 author:
-  - gpudirect.storage maintainers
+  - gpudirect.storage maintainers (@gpudirect)
 """
 
 EXAMPLES = r"""
