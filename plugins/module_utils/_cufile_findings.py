@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Finding / LintResult value objects and message helpers of the cufile.json validator.
+PRIVATE to the collection. Standard library only."""
+
+from __future__ import annotations
+
+import json
+import os
+
+EFFECTS = ("ignored", "load_fails", "aborts", "accepted")
+
+EFFECT_TEXT = {
+    "ignored": "libcufile %s ignores it silently, so it has no effect",
+    "load_fails": "libcufile %s refuses to load the config (cuFileDriverOpen returns -22 and no cuFile I/O works)",
+    "aborts": "libcufile %s aborts the whole process (SIGABRT) when it reads this",
+    "accepted": "libcufile %s loads it",
+}
+
+JSON_TYPES = (
+    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+    (list, "array"), (dict, "object"), (type(None), "null"),
+)
+
+
+def json_type(value):
+    for py, name in JSON_TYPES:
+        if isinstance(value, py):
+            return name
+    return type(value).__name__
+
+
+def show(value, limit=80):
+    """Compact JSON text of a value for messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def printable(text):
+    """Bytes that were not UTF-8 (kept as surrogates by the parser) shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def path_checker(check_paths):
+    if not check_paths:
+        return None
+    if callable(check_paths):
+        return check_paths
+    if isinstance(check_paths, dict):
+        def lookup(path, kind):
+            info = check_paths.get(path)
+            if info is None:
+                return True  # not asked about: do not guess
+            return bool(info.get("is_dir") if kind == "dir" else info.get("exists"))
+        return lookup
+    return lambda path, kind: os.path.isdir(path) if kind == "dir" else os.path.exists(path)
+
+
+def effect_text(effect, version):
+    return EFFECT_TEXT.get(effect, "libcufile %s: " + str(effect)) % version
+
+
+class Finding(object):
+    """One problem. ``path`` is a JSON path (``properties.io_batchsize``, ``denylist.drivers[0]``,
+    ``$`` for the root); ``severity`` "error"|"warning"; ``effect`` what libcufile does with it
+    ("ignored"|"load_fails"|"aborts"|"accepted"); ``message`` one line; ``suggestion`` the real
+    key for an unknown or misplaced key; ``line``/``column`` where known; ``code`` a stable
+    category; ``source`` the file (or "merged")."""
+
+    __slots__ = ("path", "value", "severity", "effect", "message", "suggestion", "line", "column", "code", "source")
+
+    def __init__(self, path, value, severity, effect, message, suggestion=None, line=None, column=None,
+                 code=None, source=None):
+        self.path = path
+        self.value = value
+        self.severity = severity
+        self.effect = effect
+        self.message = message
+        self.suggestion = suggestion
+        self.line = line
+        self.column = column
+        self.code = code
+        self.source = source
+
+    @property
+    def is_error(self):
+        return self.severity == "error"
+
+    def as_dict(self):
+        return dict((name, getattr(self, name)) for name in self.__slots__)
+
+    def location(self):
+        where = self.source or ""
+        if self.line:
+            where += ":%s:%s" % (self.line, self.column or 1)
+        return where
+
+    def text(self):
+        where = self.location()
+        return "%s%s: %s" % (where + ": " if where else "", self.severity, self.message)
+
+    def __repr__(self):
+        return "Finding(%s)" % self.text()
+
+
+class LintResult(object):
+    """All findings of one lint run, and the (merged) document that was checked (None when the
+    text could not be parsed)."""
+
+    def __init__(self, findings, document, source=None):
+        self.findings = list(findings)
+        self.document = document
+        self.source = source
+
+    @property
+    def errors(self):
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self):
+        return [f for f in self.findings if f.severity != "error"]
+
+    @property
+    def ok(self):
+        return not self.errors
+
+    def as_dict(self):
+        return {
+            "source": self.source,
+            "ok": self.ok,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+    def text(self):
+        return "\n".join(f.text() for f in self.findings)
+
+    def __repr__(self):
+        return "LintResult(ok=%s, errors=%d, warnings=%d)" % (self.ok, len(self.errors), len(self.warnings))
+
+
+def sort_findings(findings):
+    """Errors and warnings in file order (unlocated ones by path), duplicates dropped."""
+    seen = set()
+    out = []
+    for f in findings:
+        key = (f.source, f.path, f.code, f.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    big = float("inf")
+    return sorted(out, key=lambda f: (str(f.source or ""), f.line if f.line else big, f.column or 0, f.path))

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The cufile.json that CUDA 13.0 (libcufile 1.15.1) ships, as data. PRIVATE to the collection.
+
+Target-side (the module's ``base: shipped``), so it is Python and not read from the schema
+file; a unit test checks that it equals the schema's ``x-shipped`` values, and
+tests/fixtures/cufile/cuda-13.0-shipped.json is the same content with the shipped comments.
+Keys the shipped file only has commented out (logging.dir, properties.rdma_dc_key,
+properties.rdma_access_mask, fs.*.rdma_dev_addr_list, fs.*.mount_table) are absent.
+"""
+
+from __future__ import annotations
+
+import copy
+
+CUDA_VERSION = "13.0"
+LIBCUFILE_VERSION = "1.15.1"
+
+_SHIPPED = {
+    "logging": {
+        "level": "ERROR",
+    },
+    "profile": {
+        "nvtx": False,
+        "cufile_stats": 0,
+    },
+    "execution": {
+        "max_io_queue_depth": 128,
+        "max_io_threads": 4,
+        "parallel_io": True,
+        "min_io_threshold_size_kb": 8192,
+        "max_request_parallelism": 4,
+    },
+    "properties": {
+        "max_direct_io_size_kb": 16384,
+        "max_device_cache_size_kb": 131072,
+        "per_buffer_cache_size_kb": 1024,
+        "max_device_pinned_mem_size_kb": 33554432,
+        "posix_pool_slab_size_kb": [4, 1024, 16384],
+        "posix_pool_slab_count": [128, 64, 64],
+        "use_poll_mode": False,
+        "poll_mode_max_size_kb": 4,
+        "io_batchsize": 128,
+        "allow_compat_mode": True,
+        "use_pci_p2pdma": False,
+        "gds_rdma_write_support": True,
+        "io_priority": "default",
+        "rdma_dev_addr_list": [],
+        "rdma_load_balancing_policy": "RoundRobin",
+        "rdma_dynamic_routing": False,
+        "rdma_dynamic_routing_order": ["GPU_MEM_NVLINKS", "GPU_MEM", "SYS_MEM", "P2P"],
+    },
+    "fs": {
+        "generic": {
+            "posix_unaligned_writes": False,
+        },
+        "lustre": {
+            "posix_gds_min_kb": 0,
+        },
+        "beegfs": {
+            "posix_gds_min_kb": 0,
+        },
+        "nfs": {},
+        "gpfs": {
+            "gds_write_support": False,
+            "gds_async_support": True,
+        },
+        "weka": {
+            "rdma_write_support": False,
+        },
+    },
+    "denylist": {
+        "drivers": [],
+        "devices": [],
+        "mounts": [],
+        "filesystems": [],
+    },
+    "miscellaneous": {
+        "api_check_aggressive": False,
+    },
+}
+
+
+def shipped():
+    """A fresh copy of the CUDA 13.0 shipped document (callers may modify it)."""
+    return copy.deepcopy(_SHIPPED)

@@ -1,0 +1,286 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cufile_config
+short_description: Manage /etc/cufile.json, validated against the libcufile key schema
+version_added: 0.1.0
+description:
+  - Writes the GPUDirect Storage configuration file C(cufile.json) from a base document (the CUDA 13.0
+    shipped file, the file on the host, or nothing) with O(settings) merged over it, or from a
+    complete file given in O(src).
+  - B(Validates before touching anything.) The planned document is checked on the controller against
+    the collection's JSON Schema of libcufile 1.15 (C(schemas/cufile-1.15.schema.json)) the way
+    libcufile reads it; every unknown or misplaced key (which libcufile silently ignores), wrong type
+    or out-of-range value (which makes C(cuFileDriverOpen) fail with -22) and section of the wrong
+    shape (which aborts the process) is reported at once with its JSON path, and nothing is written.
+    Unknown keys come with the real key, for example C(execution.allow_compat_mode) ->
+    C(properties.allow_compat_mode).
+  - Compares parsed JSON, so comments or formatting alone are not a change. The file is written as
+    sorted, indented plain JSON (without comments) through a temporary file in the same directory
+    and an atomic rename.
+  - B(Symlinks.) On CUDA 13 hosts C(/etc/cufile.json) is an update-alternatives link into the CUDA tree.
+    The module never writes through it. It replaces the link by a regular file it owns, leaves the
+    CUDA file untouched, returns the old target in RV(link_target) and, with O(backup=true), keeps the
+    old link as a symlink backup. update-alternatives does not replace a real file without C(--force),
+    so the managed file survives CUDA upgrades. See C(docs/cufile.md) of the collection.
+  - Also validates the result libcufile sees when C(CUFILE_ENV_PATH_JSON) is used (O(env_path_json)),
+    because that file is merged over C(/etc/cufile.json), it does not replace it.
+  - Needs the Python library C(jsonschema) on the controller only; the target needs the Python
+    standard library only. The same checks are available without Ansible in C(bin/cufile-lint).
+author:
+  - gpudirect.storage maintainers (@gpudirect)
+extends_documentation_fragment:
+  - ansible.builtin.files
+  - gpudirect.storage._attributes
+  - gpudirect.storage._attributes.ACTIONGROUP_GDS
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The diff shows the current and the planned document as sorted, indented JSON.
+options:
+  path:
+    description:
+      - The cufile.json to manage. libcufile reads C(/etc/cufile.json); a file meant for
+        C(CUFILE_ENV_PATH_JSON) can be managed too (it is validated on its own).
+    type: path
+    default: /etc/cufile.json
+  state:
+    description:
+      - V(present) writes the validated document; V(absent) removes the file (or link), after which
+        libcufile uses its built-in defaults, which differ from the shipped file.
+    type: str
+    choices: [present, absent]
+    default: present
+  settings:
+    description:
+      - Keys to set, as nested sections (a C(properties) dictionary holding C(io_batchsize), and so on),
+        deep-merged over the base document or O(src). Objects merge key by key; arrays and scalars replace the base value.
+      - A V(null) value removes the key from the result, so libcufile falls back to its built-in default.
+    type: dict
+  base:
+    description:
+      - What O(settings) is merged over when O(src) is not given.
+      - V(shipped) (used when neither O(base) nor O(src) is set) is the cufile.json that CUDA 13.0
+        (libcufile 1.15.1) ships, without its comments.
+      - V(current) is the file now at O(path) (it must parse), V(empty) is an empty document, so only
+        O(settings) is written.
+    type: str
+    choices: [shipped, current, empty]
+  src:
+    description:
+      - A complete cufile.json (comments allowed) to validate and install, on the controller (looked up
+        like other C(files/) sources) or, with O(remote_src=true), on the target. O(settings) are merged
+        over it.
+    type: path
+  remote_src:
+    description: O(src) is a path on the target host.
+    type: bool
+    default: false
+  backup:
+    description:
+      - Keep a time-stamped copy of the previous file next to O(path) before changing it. A replaced
+        symlink is kept as a symlink with the same target.
+    type: bool
+    default: false
+  env_path_json:
+    description:
+      - Path on the target of the file that C(CUFILE_ENV_PATH_JSON) names for the GDS applications. It
+        is read (not changed) and validated on its own and overlaid on the planned document; a task
+        whose result libcufile would refuse fails. A missing file is ignored (as libcufile ignores it).
+    type: path
+  cufile_version:
+    description:
+      - The libcufile release whose key schema is used (C(schemas/cufile-<version>.schema.json)).
+        Keys of newer releases are accepted with a warning naming the release that reads them.
+    type: str
+    default: "1.15"
+  mode:
+    description: Permissions of the file (the module's default is V("0644")).
+    type: raw
+    default: "0644"
+  owner:
+    description: Owner of the file.
+    type: str
+    default: root
+  group:
+    description: Group of the file.
+    type: str
+    default: root
+  _cufile:
+    description:
+      - Internal. The action plugin of this module sets it for the plan and apply phases
+        (phase, src text, validated content, expected fingerprint, host paths to check). Never set it in a task.
+    type: dict
+notes:
+  - Runs in two steps over one connection when something changes (plan on the target, validate on the
+    controller, apply on the target); the apply step refuses to write when the file changed in between.
+  - Host paths libcufile requires to exist (C(logging.dir), C(denylist.devices), C(denylist.mounts),
+    C(fs.*.mount_table) keys) are checked on the target.
+  - C(properties.allow_compat_mode=false) on a host without the nvidia_fs module makes every
+    C(cuFileDriverOpen) fail (5001); the module warns when it sees that combination.
+seealso:
+  - name: GPUDirect Storage configuration guide (GDS parameters)
+    description: NVIDIA's description of the cufile.json parameters.
+    link: https://docs.nvidia.com/gpudirect-storage/configuration-guide/index.html
+"""
+
+EXAMPLES = r"""
+- name: Local NVMe, GDS only (compat mode forbidden, so a missing nvidia-fs fails loudly)
+  gpudirect.storage.cufile_config:
+    settings:
+      properties:
+        allow_compat_mode: false
+        use_poll_mode: true
+        poll_mode_max_size_kb: 4
+      logging:
+        level: ERROR
+    backup: true
+
+- name: Lustre over RDMA with dynamic routing through two client NICs
+  gpudirect.storage.cufile_config:
+    settings:
+      properties:
+        rdma_dynamic_routing: true
+        rdma_dev_addr_list: ["172.172.1.40", "172.172.1.42"]
+      fs:
+        lustre:
+          posix_gds_min_kb: 0
+          mount_table:
+            /lustre/ai200_01/client:
+              rdma_dev_addr_list: ["172.172.1.40"]
+            /lustre/ai200_02/client:
+              rdma_dev_addr_list: ["172.172.1.42"]
+
+- name: NFS over RDMA (NFSoRDMA) with the client NIC list and GDS writes to RDMA storage
+  gpudirect.storage.cufile_config:
+    settings:
+      properties:
+        gds_rdma_write_support: true
+      fs:
+        nfs:
+          rdma_dev_addr_list: ["192.168.10.11", "192.168.10.12"]
+
+- name: Keep the file on the host, only raise the batch size and drop a key
+  gpudirect.storage.cufile_config:
+    base: current
+    settings:
+      properties:
+        io_batchsize: 256
+        max_device_cache_size_kb: 262144
+        rdma_load_balancing_policy: null
+
+- name: Install a reviewed file from the playbook's files/ directory (comments allowed)
+  gpudirect.storage.cufile_config:
+    src: cufile.json
+
+- name: Manage the per-application overlay and check it against /etc/cufile.json
+  gpudirect.storage.cufile_config:
+    path: /etc/gds/app-cufile.json
+    base: empty
+    settings:
+      logging:
+        dir: /var/log/gds
+        level: INFO
+    env_path_json: /etc/gds/app-cufile.json
+"""
+
+RETURN = r"""
+path:
+  description: The managed file.
+  returned: always
+  type: str
+  sample: /etc/cufile.json
+cufile:
+  description: The document now in effect at O(path) (or planned, in check mode); null for O(state=absent).
+  returned: success
+  type: dict
+  sample: {"properties": {"allow_compat_mode": false, "io_batchsize": 128}}
+findings:
+  description:
+    - Validation findings (warnings when the task succeeds, errors and warnings when it fails). Each has
+      C(path) (JSON path such as C(properties.io_batchsize)), C(value), C(severity) (error or warning),
+      C(effect) (what libcufile does with it - ignored, load_fails, aborts or accepted), C(message),
+      C(suggestion) (the real key for an unknown one), C(line), C(column), C(code) and C(source).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - path: execution.allow_compat_mode
+      value: false
+      severity: error
+      effect: ignored
+      message: "execution.allow_compat_mode: unknown key in execution (value false); libcufile 1.15 ignores it silently ..."
+      suggestion: properties.allow_compat_mode
+      line: null
+      column: null
+      code: unknown-key
+      source: /etc/cufile.json
+backup_file:
+  description: The backup of the previous file (a symlink when a symlink was replaced).
+  returned: when O(backup=true) and something was replaced or removed
+  type: str
+  sample: /etc/cufile.json.2201.2026-11-23@10:11:12~
+link_target:
+  description: Where O(path) pointed when it was a symlink before this task (for example C(/etc/alternatives/cufile.json)).
+  returned: success (null when it was not a symlink)
+  type: str
+  sample: /etc/alternatives/cufile.json
+reasons:
+  description: Why the file changed or would change (create, content, replace-symlink, replace-unparsable, attributes, remove).
+  returned: success
+  type: list
+  elements: str
+  sample: [content]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_config import (
+    CufileConfigError, run_apply, run_plan)
+
+
+def argument_spec():
+    return dict(
+        path=dict(type="path", default="/etc/cufile.json"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        settings=dict(type="dict"),
+        base=dict(type="str", choices=["shipped", "current", "empty"]),
+        src=dict(type="path"),
+        remote_src=dict(type="bool", default=False),
+        backup=dict(type="bool", default=False),
+        env_path_json=dict(type="path"),
+        cufile_version=dict(type="str", default="1.15"),
+        mode=dict(type="raw", default="0644"),
+        owner=dict(type="str", default="root"),
+        group=dict(type="str", default="root"),
+        _cufile=dict(type="dict"),  # set by the action plugin only
+    )
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        mutually_exclusive=[("base", "src")],
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    phase = (module.params["_cufile"] or {}).get("phase")
+    if phase not in ("plan", "apply"):
+        module.fail_json(msg="gpudirect.storage.cufile_config validates on the controller: run it as a task "
+                             "(its action plugin), not as a bare module")
+    try:
+        result = run_plan(module) if phase == "plan" else run_apply(module)
+    except CufileConfigError as exc:
+        module.fail_json(msg=str(exc), path=module.params["path"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""bin/cufile-lint as a subprocess: exit codes, text and JSON output, checkout and installed layouts."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+LINT = os.path.join(ROOT, "bin", "cufile-lint")
+SHIPPED = os.path.join(ROOT, "tests", "fixtures", "cufile", "cuda-13.0-shipped.json")
+
+
+def lint(*args, **kwargs):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env.update(kwargs.pop("env", {}))
+    script = kwargs.pop("script", LINT)
+    proc = subprocess.run([sys.executable, script] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env, cwd=kwargs.pop("cwd", ROOT), timeout=60, check=False, **kwargs)
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+@pytest.fixture
+def bad(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{\n  "execution": {"allow_compat_mode": false},\n  "denylist": "nvme"\n}\n')
+    return str(path)
+
+
+def test_script_is_executable_with_an_env_python_shebang():
+    assert os.access(LINT, os.X_OK)
+    with open(LINT) as f:
+        assert f.readline() == "#!/usr/bin/env python3\n"
+
+
+def test_clean_file_exits_0():
+    rc, out, err = lint(SHIPPED)
+    assert rc == 0 and out.strip().endswith("OK (0 errors, 0 warnings)"), err
+
+
+def test_errors_exit_1_with_paths_and_lines(bad):
+    rc, out, dummy = lint(bad)
+    assert rc == 1
+    assert "%s:2:17: error: execution.allow_compat_mode:" % bad in out and "did you mean properties.allow_compat_mode?" in out
+    assert "%s:3:3: error: denylist:" % bad in out and "FAILED (2 errors, 0 warnings)" in out
+
+
+def test_json_format(bad):
+    rc, out, dummy = lint("--format", "json", SHIPPED, bad)
+    doc = json.loads(out)
+    assert rc == 1 and doc["ok"] is False and doc["version"] == "1.15"
+    clean, failed = doc["files"]
+    assert clean["ok"] and clean["findings"] == []
+    assert [(f["path"], f["effect"], f["line"]) for f in failed["findings"]] == [
+        ("execution.allow_compat_mode", "ignored", 2), ("denylist", "aborts", 3)]
+
+
+def test_env_overlay(tmp_path):
+    env = tmp_path / "user.json"
+    env.write_text('{"properties": {"posix_pool_slab_size_kb": [4, 8]}}')
+    rc, out, dummy = lint("--format", "json", "--env", str(env), SHIPPED)
+    (result,) = json.loads(out)["files"]
+    assert rc == 1 and [(f["source"], f["path"]) for f in result["findings"]] == [("merged", "properties.posix_pool_slab_count")]
+
+
+def test_stdin_strict_and_quiet(tmp_path):
+    proc = subprocess.run([sys.executable, LINT, "-"], input=b'{"profile": {"cufile_stats": 9}}', stdout=subprocess.PIPE,
+                          timeout=60, check=False)
+    assert proc.returncode == 0 and b"warning: profile.cufile_stats" in proc.stdout
+    warn = tmp_path / "w.json"
+    warn.write_text('{"profile": {"cufile_stats": 9}}')
+    assert lint("--strict", str(warn))[0] == 1
+    rc, out, dummy = lint("-q", str(warn))
+    assert rc == 0 and "warning:" not in out
+
+
+def test_check_paths_and_nvidia_fs_flags(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text('{"denylist": {"mounts": ["/nonexistent-mount"]}, "properties": {"allow_compat_mode": false}}')
+    assert lint(str(f))[0] == 0
+    rc, out, dummy = lint("--check-paths", "--nvidia-fs", "no", str(f))
+    assert rc == 1 and "denylist.mounts[0]" in out and "5001" in out
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert lint("--version", "9.9", SHIPPED)[0] == 2
+    assert lint()[0] == 2
+    rc, out, dummy = lint(str(tmp_path / "missing.json"))
+    assert rc == 1 and "cannot read the file" in out
+
+
+def test_works_from_an_installed_collection_layout(tmp_path, bad):
+    coll = tmp_path / "ansible_collections" / "gpudirect" / "storage"
+    os.makedirs(str(coll / "bin"))
+    os.makedirs(str(coll / "plugins" / "module_utils"))
+    shutil.copy2(LINT, str(coll / "bin" / "cufile-lint"))
+    for name in glob.glob(os.path.join(ROOT, "plugins", "module_utils", "_cufile*.py")):
+        shutil.copy2(name, str(coll / "plugins" / "module_utils"))
+    shutil.copytree(os.path.join(ROOT, "schemas"), str(coll / "schemas"))
+    rc, out, dummy = lint(bad, script=str(coll / "bin" / "cufile-lint"), cwd=str(tmp_path))
+    assert rc == 1 and "did you mean properties.allow_compat_mode?" in out
+    link = tmp_path / "cufile-lint"
+    os.symlink(str(coll / "bin" / "cufile-lint"), str(link))          # e.g. linked into /usr/local/bin
+    assert lint(SHIPPED, script=str(link), cwd=str(tmp_path))[0] == 0
+
+
+def test_uses_the_importable_collection_when_there_is_one(bad):
+    rc, out, dummy = lint(bad, env={"PYTHONPATH": os.path.join(ROOT, "build", "collections")})
+    assert rc == 1 and "denylist" in out
