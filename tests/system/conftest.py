@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from _reliability import *  # noqa: F401,F403  the reliability suite's summary hooks (issue 10)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV_BIN = os.path.dirname(sys.executable)
 LABCTL = os.path.join(ROOT, "lab", "labctl")
@@ -33,6 +35,12 @@ def build_aptrepo():
                    for f in os.listdir(os.path.join(ROOT, "tests/fixtures/aptrepo")) if f.endswith(".yml"))
     run([sys.executable, os.path.join(ROOT, "tests/fixtures/aptrepo/build.py"), "--out", APTREPO] + specs)
     return APTREPO
+
+
+def orphans():
+    """What torn-down labs left on this machine (netns, links, mounts, processes, state) that
+    belongs to no lab still registered; labs of this test session may be up meanwhile."""
+    return set(run([LABCTL, "leftovers", "--orphans"], check=False).stdout.split("\n")) - {""}
 
 
 class Lab(object):

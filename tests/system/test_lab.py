@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import LABCTL, Lab, run
+from conftest import LABCTL, Lab, orphans, run
 
 
 def _ip_forward():
@@ -34,8 +34,7 @@ def test_lab_up_ssh_isolated_and_down_leaves_nothing(n, tmp_path):
         assert _ip_forward() == forward_before
     finally:
         lab.down()
-    leftovers = run([LABCTL, "leftovers"], check=False)
-    assert leftovers.returncode == 0 and leftovers.stdout.strip() == "", leftovers.stdout
+    assert orphans() == set()
 
 
 def _first_netns(lab_name):
