@@ -92,6 +92,7 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
     cufile = col.cufile_configs(params.get("cufile_env_path_json"))
     mounts = parse.parse_mounts(col.read("proc_mounts", ""))
     facts = {
+        "host": col.host_info(),
         "kernel": {"release": paths.kernel_release(), "modules": modules},
         "nvidia": nvidia,
         "gpus": [],

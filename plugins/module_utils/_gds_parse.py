@@ -362,3 +362,28 @@ def stdout_lines(text, sentinel, limit=20):
             continue
         out.append(line)
     return out[:limit]
+
+
+# ---------------------------------------------------------------------------------------------
+# the host itself (what the preflight checks need, so they need no `setup` round trip)
+
+# os-release ID -> the distribution name Ansible's setup module reports
+DISTRIBUTION_NAMES = {"ubuntu": "Ubuntu", "debian": "Debian", "rhel": "RedHat", "rocky": "Rocky",
+                      "almalinux": "AlmaLinux", "centos": "CentOS", "fedora": "Fedora", "ol": "OracleLinux",
+                      "sles": "SLES", "opensuse-leap": "openSUSE Leap"}
+
+
+def host_os(os_release):
+    """``_nvfs.parse_os_release`` output -> {id, version_id, major, distribution, pretty}."""
+    os_id = (os_release or {}).get("id", "")
+    version = (os_release or {}).get("version_id", "")
+    return {"id": os_id, "version_id": version, "major": version.split(".")[0] if version else "",
+            "distribution": DISTRIBUTION_NAMES.get(os_id, os_id.capitalize()),
+            "pretty": (os_release or {}).get("pretty", "")}
+
+
+def free_mb(statvfs_result):
+    """MiB available to unprivileged users from an ``os.statvfs`` result (None if unknown)."""
+    if statvfs_result is None:
+        return None
+    return int(statvfs_result.f_bavail * statvfs_result.f_frsize // 1048576)

@@ -150,6 +150,14 @@ ansible_facts:
           description: The reasons, one per item.
           type: list
           elements: str
+        host:
+          description:
+            - The host itself, so read-only checks need no C(setup) round trip. C(os) from
+              C(/etc/os-release) (C(distribution) is the name Ansible's setup module reports),
+              C(architecture), the module's C(python) version, and C(free_mb) available on C(/).
+          type: dict
+          sample: {os: {id: ubuntu, version_id: "24.04", major: "24", distribution: Ubuntu, pretty: Ubuntu 24.04.3 LTS},
+                   architecture: x86_64, python: 3.12.3, free_mb: {"/": 81234}}
         verified:
           description: The probe data was written, read back and compared equal on every path.
           type: bool

@@ -57,3 +57,22 @@ def test_proc_modules_no_nvidia_fs():
     assert set(mods) == {"nvidia", "nvidia_uvm"}
     assert mods["nvidia"]["refcount"] is None and mods["nvidia"]["taint"] == "O"
     assert mods["nvidia_uvm"]["state"] == "Live"
+
+
+def test_host_os_maps_os_release_to_setup_distribution_names():
+    from ansible_collections.gpudirect.storage.plugins.module_utils._nvfs import parse_os_release
+    ubuntu = p.host_os(parse_os_release('NAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\nPRETTY_NAME="Ubuntu 24.04.3 LTS"\n'))
+    assert ubuntu == {"id": "ubuntu", "version_id": "24.04", "major": "24", "distribution": "Ubuntu",
+                      "pretty": "Ubuntu 24.04.3 LTS"}
+    rhel = p.host_os(parse_os_release('ID="rhel"\nVERSION_ID="9.6"\n'))
+    assert rhel["distribution"] == "RedHat" and rhel["major"] == "9"
+    assert p.host_os({})["distribution"] == "" and p.host_os(None)["major"] == ""
+    assert p.host_os({"id": "arch", "version_id": ""})["distribution"] == "Arch"
+
+
+def test_free_mb():
+    class Vfs(object):
+        f_bavail = 2048
+        f_frsize = 1048576
+    assert p.free_mb(Vfs()) == 2048
+    assert p.free_mb(None) is None
