@@ -19,8 +19,11 @@ a symlink backup. update-alternatives does not replace a real file with its link
 
 from __future__ import annotations
 
+import grp
 import hashlib
 import os
+import pwd
+import re
 import tempfile
 import time
 
@@ -144,12 +147,19 @@ def diff_texts(current, desired_text):
 
 def backup(module, path):
     """Back up what is at ``path``: a symlink is kept as a symlink with the same target (mv it back
-    to restore the update-alternatives link), a regular file as a copy (module.backup_local)."""
-    if os.path.islink(path):
-        dest = "%s.%s.%s" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~", time.localtime()))
-        os.symlink(os.readlink(path), dest)
-        return dest
-    return module.backup_local(path)
+    to restore the update-alternatives link), a regular file as a copy (named like
+    module.backup_local). A backup that cannot be completed (disk full) is removed again."""
+    dest = "%s.%s.%s" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~", time.localtime()))
+    try:
+        if os.path.islink(path):
+            os.symlink(os.readlink(path), dest)
+        else:
+            module.preserved_copy(path, dest)
+    except (IOError, OSError) as exc:
+        if os.path.lexists(dest):
+            os.unlink(dest)
+        raise CufileConfigError("cannot back up %s to %s: %s; %s was left as it was" % (path, dest, exc, path))
+    return dest
 
 
 def write_atomic(module, path, text):
@@ -158,17 +168,52 @@ def write_atomic(module, path, text):
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise CufileConfigError("directory %s does not exist" % directory)
-    fd, tmp = tempfile.mkstemp(prefix=".cufile.json.", suffix=".tmp", dir=directory)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=".cufile.json.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8", "surrogateescape"))
             f.flush()
             os.fsync(f.fileno())
         # a fresh file replaces a link: do not copy the attributes of the CUDA file behind it
         module.atomic_move(tmp, path, keep_dest_attrs=not os.path.islink(path))
+    except (IOError, OSError) as exc:  # disk full, read-only: the temp file goes, the file stays
+        raise CufileConfigError("cannot write %s: %s; %s was left as it was" % (path, exc, path))
     finally:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+_MODE_OPERATOR = re.compile(r"[+=-]")
+_MODE_USERS = re.compile(r"[ugoa]*\Z")
+_MODE_PERMS = re.compile(r"[rwxXstugo]*\Z")
+
+
+def attribute_problems(params):
+    """owner / group / mode that cannot be applied, each naming its option. Checked before
+    anything is written (AnsibleModule would only notice after the file was replaced)."""
+    out = []
+    owner, group, mode = params.get("owner"), params.get("group"), params.get("mode")
+    if owner and not str(owner).isdigit():
+        try:
+            pwd.getpwnam(owner)
+        except KeyError:
+            out.append("owner: there is no user %r on the host" % owner)
+    if group and not str(group).isdigit():
+        try:
+            grp.getgrnam(group)
+        except KeyError:
+            out.append("group: there is no group %r on the host" % group)
+    if mode is not None and not isinstance(mode, int):
+        try:
+            int(str(mode), 8)
+        except ValueError:  # the symbolic grammar AnsibleModule accepts (u=rw,g=r,o=r)
+            for clause in str(mode).split(","):
+                parts = _MODE_OPERATOR.split(clause)
+                if not _MODE_USERS.match(parts[0]) or not all(_MODE_PERMS.match(x) for x in parts[1:]):
+                    out.append("mode %r is neither octal (0644) nor symbolic (u=rw,g=r,o=r)" % (mode,))
+                    break
+    return out
 
 
 def host_path_facts(document, specs):
@@ -253,6 +298,9 @@ def run_plan(module):
         if diff:
             result["diff"] = diff
         return result
+    problems = attribute_problems(p)
+    if problems:
+        raise CufileConfigError("; ".join(problems) + "; nothing was written")
     src_document = None
     if internal.get("src_text") is not None:
         src_document = load_src(internal["src_text"], p["src"])
@@ -313,11 +361,19 @@ def run_apply(module):
         desired = parse(content).document
     except CufileSyntaxError as exc:
         raise CufileConfigError("internal error: planned content does not parse: %s" % exc)
+    problems = attribute_problems(p)
+    if problems:
+        raise CufileConfigError("; ".join(problems) + "; nothing was written")
     reasons = content_changes(current, desired)
     if reasons:
         if p["backup"] and present:
             result["backup_file"] = backup(module, path)
-        write_atomic(module, path, content)
+        try:
+            write_atomic(module, path, content)
+        except CufileConfigError:
+            if result["backup_file"]:  # nothing changed: no backup of it either
+                os.unlink(result["backup_file"])
+            raise
     file_args = module.load_file_common_arguments(p, path=path)
     result["changed"] = module.set_fs_attributes_if_different(file_args, bool(reasons))
     return result

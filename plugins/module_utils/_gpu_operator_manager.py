@@ -26,6 +26,7 @@ except ImportError:
     YAML_IMPORT_ERROR = traceback.format_exc()
 
 from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.gpudirect.storage.plugins.module_utils import _api_retry as retry
 from ansible_collections.gpudirect.storage.plugins.module_utils import _k8s_wait as kw
 from ansible_collections.gpudirect.storage.plugins.module_utils._gpu_operator import ValuesError, desired_values, preflight
 from ansible_collections.gpudirect.storage.plugins.module_utils._helm import (
@@ -65,12 +66,13 @@ def merge_node_reports(preflight_nodes, wait_nodes):
 
 
 class GpuOperatorManager(object):
-    def __init__(self, module, runner=None, source_factory=None, clock=time.monotonic):
+    def __init__(self, module, runner=None, source_factory=None, clock=time.monotonic, sleep=None):
         self.module = module
         self.params = module.params
         self.runner = runner or Runner(module)
         self.source_factory = source_factory
         self.clock = clock
+        self.sleep = sleep or time.sleep
         self.warnings = []
         self.result = {"changed": False}
         self._tmp_files = []
@@ -122,9 +124,21 @@ class GpuOperatorManager(object):
             raise ModuleFailure("cannot load the kubeconfig / cluster credentials: %s" % exc)
         return kw.KubeSource(client, self.params["release_namespace"])
 
+    def _read(self, what, func, *args):
+        """A read-only API call (helm history / get values), retried with backoff while the API
+        is unreachable or answers 5xx (_api_retry); then a clear failure."""
+        try:
+            return retry.call(what, func, *args, sleep=self.sleep, clock=self.clock)
+        except retry.ApiUnavailable as exc:
+            raise ModuleFailure(str(exc), commands=list(self.helm.commands) if getattr(self, "helm", None) else [])
+
     def _kube(self, what, func, *args):
         try:
             return func(*args)
+        except ModuleFailure:
+            raise
+        except retry.ApiUnavailable as exc:
+            raise ModuleFailure(str(exc))
         except Exception as exc:
             raise ModuleFailure("Kubernetes API error while %s: %s" % (what, str(exc).strip()[:500]))
 
@@ -165,9 +179,9 @@ class GpuOperatorManager(object):
 
     def _absent(self, helm, timeout):
         name, ns = self.params["release_name"], self.params["release_namespace"]
-        history = helm.history(name, ns)
+        history = self._read("reading the release history", helm.history, name, ns)
         installed = bool(history) and history[-1]["status"] != "uninstalled"
-        before = helm.get_values(name, ns) if installed else {}
+        before = self._read("reading the release values", helm.get_values, name, ns) if installed else {}
         self.result["changed"] = installed
         if installed and self.module._diff:
             self.result["diff"] = values_diff(name, before, {}, history[-1]["chart"], "", _yaml_dump)
@@ -191,9 +205,9 @@ class GpuOperatorManager(object):
         except ValuesError as exc:
             raise ModuleFailure(str(exc))
         chart = helm.show_chart(params["chart_ref"], params.get("chart_repo_url"), params.get("chart_version"))
-        history = helm.history(name, ns, chart["name"])
-        current = helm.get_values(name, ns) if history else {}
-        source = self._source(kubeconfig)
+        history = self._read("reading the release history", helm.history, name, ns, chart["name"])
+        current = self._read("reading the release values", helm.get_values, name, ns) if history else {}
+        source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
         nodes = self._kube("listing GPU nodes", source.list, "nodes")[0]
         pre = preflight(desired, nodes, params["unsupported_os"])
         for text in pre["warnings"]:
@@ -230,7 +244,7 @@ class GpuOperatorManager(object):
             if not evaluation["ready"]:
                 msg = kw.failure_message(evaluation, timeout)
                 self._failed(helm, history if needed else None, msg, timeout, pre, evaluation)
-        after = helm.history(name, ns, chart["name"])
+        after = self._read("reading the release history", helm.history, name, ns, chart["name"])
         return self._finish(helm, after, desired, pre, evaluation)
 
     def _finish(self, helm, history, desired, pre, evaluation):

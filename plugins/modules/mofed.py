@@ -21,6 +21,7 @@ description:
   - Package signature checks are never disabled. Before a transaction the package lock is waited for up to
     O(lock_timeout) seconds; then the error names the process holding it.
 extends_documentation_fragment:
+  - gpudirect.storage._package_repo
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.ACTIONGROUP_GDS
 attributes:
@@ -58,35 +59,6 @@ options:
     description: Seconds to wait for the package manager lock before failing with the holder's name.
     type: int
     default: 120
-  repo:
-    description:
-      - A signed repository written to C(/etc/apt/sources.list.d/<name>.sources) (deb822 with C(Signed-By)) or
-        C(/etc/yum.repos.d/<name>.repo) (C(gpgcheck=1)) before installing. For a mounted MLNX_OFED ISO use
-        O(repo.path) (its C(DEBS) or C(RPMS) directory) and the Mellanox key.
-    type: dict
-    suboptions:
-      name:
-        description: File and repository name (default C(gpudirect-ofed)).
-        type: str
-      url:
-        description: Repository URL (C(http://), C(https://) or C(file:)).
-        type: str
-      path:
-        description: Local directory (a mounted ISO, an extracted archive).
-        type: path
-      suite:
-        description: apt suite; a value ending in C(/) is a flat repository.
-        type: str
-        default: ./
-      components:
-        description: apt components (non-flat repositories).
-        type: list
-        elements: str
-        default: []
-      signed_by:
-        description: Keyring (apt C(Signed-By)) or key file (dnf C(gpgkey)) on the target.
-        type: path
-        required: true
 seealso:
   - module: gpudirect.storage.nvidia_fs
 author: gpudirect.storage maintainers (@gpudirect)
@@ -258,6 +230,9 @@ def main():
               "installed_version": None, "version": None, "current": {},
               "packages": {"before": {}, "after": {}}, "reboot_required": False,
               "modules_reload_required": False, "nvidia_fs_rebuild_required": False}
+    problems = pk.input_problems(module.params, package_options=("extra_packages",))
+    if problems:
+        module.fail_json(msg="; ".join(problems) + ". Nothing was changed.", **result)
     try:
         backend = pk.get_backend(runner, module.params["lock_timeout"])
         run(module, paths, runner, backend, result)

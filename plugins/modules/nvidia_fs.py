@@ -21,6 +21,7 @@ description:
   - Paths (C(/proc), C(/sys), C(/etc), the DKMS tree) can be re-rooted with the environment variables
     E(GPUDIRECT_PROC_ROOT) / E(GPUDIRECT_HOST_ROOT), and commands taken from E(GPUDIRECT_BIN_DIR) first (tests).
 extends_documentation_fragment:
+  - gpudirect.storage._package_repo
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.ACTIONGROUP_GDS
 attributes:
@@ -81,34 +82,6 @@ options:
     description: Seconds to wait for the package manager lock before failing with the name of the process holding it.
     type: int
     default: 120
-  repo:
-    description:
-      - Optional signed package repository (the CUDA repository, a mirror, or a local directory) written to
-        C(/etc/apt/sources.list.d/<name>.sources) or C(/etc/yum.repos.d/<name>.repo). Signature checks stay on.
-    type: dict
-    suboptions:
-      name:
-        description: File and repository name (default C(gpudirect-cuda)).
-        type: str
-      url:
-        description: Repository URL (C(http://), C(https://) or C(file:)).
-        type: str
-      path:
-        description: Local directory (a mounted ISO, an extracted archive).
-        type: path
-      suite:
-        description: apt suite; a value ending in C(/) is a flat repository.
-        type: str
-        default: ./
-      components:
-        description: apt components (non-flat repositories).
-        type: list
-        elements: str
-        default: []
-      signed_by:
-        description: Keyring (apt C(Signed-By)) or key file (dnf C(gpgkey)) on the target.
-        type: path
-        required: true
 seealso:
   - module: gpudirect.storage.mofed
   - module: gpudirect.storage.gds_facts
@@ -190,7 +163,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs_flo
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._nvfs import PreflightError
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import (
-    REPO_ARG_SPEC, PackageError, get_backend)
+    REPO_ARG_SPEC, PackageError, get_backend, input_problems)
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, Runner
 
 
@@ -226,6 +199,9 @@ def main():
                or any(c.isspace() for c in str(v) + k) or "=" in k]
         if bad:
             module.fail_json(msg="params: invalid module parameter(s) %s (no spaces, no '=' in names)" % bad)
+        problems = input_problems(module.params)
+        if problems:
+            module.fail_json(msg="; ".join(problems) + ". Nothing was changed.")
         backend = get_backend(runner, module.params["lock_timeout"])
         flow.NvidiaFs(module, paths, runner, backend, result).run()
     except PreflightError as exc:

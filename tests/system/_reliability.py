@@ -2,12 +2,12 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The reliability and security suite (issue 10): its pytest summary and the lab helpers its
-tests share. Registered from tests/system/conftest.py (``from _reliability import *``).
+tests share. Registered from tests/system/conftest.py (``from _reliability import pytest_configure``).
 
 Summary: tests marked ``@pytest.mark.reliability_fault("what")`` count as injected faults
 (survived = passed); tests anywhere in the session report bad inputs and check-mode results with
 ``record_property("reliability_bad_inputs", {"tried": n, "rejected": n, "written": n})`` and
-``record_property("reliability_checkmode", {"hosts": n, "changed": n})``. The GPU Operator
+``record_property("reliability_checkmode", {"runs": n, "hosts": n, "changed": n})``. The GPU Operator
 CrashLoopBackOff fault is the gpu_operator integration test (counted, not duplicated).
 """
 
@@ -22,8 +22,7 @@ import stat
 import subprocess
 import time
 
-__all__ = ["pytest_configure", "pytest_collection_finish", "pytest_runtest_logreport",
-           "pytest_terminal_summary"]
+__all__ = ["pytest_configure"]
 
 STATE_ROOT = "/var/lib/gpudirect-lab"
 # Tests of other files that inject a fault this suite counts (nodeid prefix -> fault).
@@ -47,65 +46,75 @@ _TALLY = _Tally()
 
 
 def pytest_configure(config):
+    """Register the summary as a session-wide plugin: a conftest's own runtest hooks only see
+    the tests under its directory, and the suite counts tests of tests/unit and tests/integration."""
     config.addinivalue_line("markers", "reliability_fault(name): a fault the reliability suite injects (issue 10)")
+    if not config.pluginmanager.has_plugin("gpudirect-reliability-summary"):
+        config.pluginmanager.register(SummaryPlugin(), "gpudirect-reliability-summary")
 
 
-def pytest_collection_finish(session):
-    for item in session.items:
-        mark = item.get_closest_marker("reliability_fault")
-        name = mark.args[0] if mark else None
-        for prefix, fault in EXTERNAL_FAULTS.items():
-            if item.nodeid.startswith(prefix):
-                name = fault
-        if name:
-            _TALLY.faults[item.nodeid] = [name, "not run"]
+class SummaryPlugin(object):
+    @staticmethod
+    def pytest_collection_finish(session):
+        for item in session.items:
+            mark = item.get_closest_marker("reliability_fault")
+            name = mark.args[0] if mark else None
+            for prefix, fault in EXTERNAL_FAULTS.items():
+                if item.nodeid.startswith(prefix):
+                    callspec = getattr(item, "callspec", None)
+                    name = fault + (" [helm %s]" % callspec.id if callspec else "")
+            if name:
+                _TALLY.faults[item.nodeid] = [name, "not run"]
+
+    @staticmethod
+    def pytest_runtest_logreport(report):
+        entry = _TALLY.faults.get(report.nodeid)
+        if entry is not None:
+            if report.failed:
+                entry[1] = "failed"
+            elif report.skipped and entry[1] == "not run":
+                entry[1] = "skipped"
+            elif report.when == "call" and report.passed and entry[1] == "not run":
+                entry[1] = "passed"
+        if report.when == "call" and report.nodeid.startswith(CUFILE_FUZZ):
+            _TALLY.cufile_fuzz["passed" if report.passed else "failed"] += 1
+        if report.when != "call":
+            return
+        for key, value in getattr(report, "user_properties", ()):
+            if key == "reliability_bad_inputs":
+                _TALLY.bad["tests"] += 1
+                for k in ("tried", "rejected", "written"):
+                    _TALLY.bad[k] += int(value.get(k, 0))
+            elif key == "reliability_checkmode":
+                _TALLY.checkmode["runs"] += int(value.get("runs", 1))
+                _TALLY.checkmode["hosts"] += int(value.get("hosts", 0))
+                _TALLY.checkmode["changed"] += int(value.get("changed", 0))
+
+    @staticmethod
+    def pytest_terminal_summary(terminalreporter):
+        _summary(terminalreporter)
 
 
-def pytest_runtest_logreport(report):
-    entry = _TALLY.faults.get(report.nodeid)
-    if entry is not None:
-        if report.failed:
-            entry[1] = "failed"
-        elif report.skipped and entry[1] == "not run":
-            entry[1] = "skipped"
-        elif report.when == "call" and report.passed and entry[1] == "not run":
-            entry[1] = "passed"
-    if report.when == "call" and report.nodeid.startswith(CUFILE_FUZZ):
-        _TALLY.cufile_fuzz["passed" if report.passed else "failed"] += 1
-    if report.when != "call":
-        return
-    for key, value in getattr(report, "user_properties", ()):
-        if key == "reliability_bad_inputs":
-            _TALLY.bad["tests"] += 1
-            for k in ("tried", "rejected", "written"):
-                _TALLY.bad[k] += int(value.get(k, 0))
-        elif key == "reliability_checkmode":
-            _TALLY.checkmode["runs"] += 1
-            _TALLY.checkmode["hosts"] += int(value.get("hosts", 0))
-            _TALLY.checkmode["changed"] += int(value.get("changed", 0))
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
+def _summary(tr):
     t = _TALLY
     if not t.faults and not t.bad["tests"] and not t.checkmode["runs"] and not sum(t.cufile_fuzz.values()):
         return
-    tr = terminalreporter
     tr.section("reliability and security suite (issue 10)")
     injected = [f for f in t.faults.values() if f[1] in ("passed", "failed")]
     survived = [f for f in t.faults.values() if f[1] == "passed"]
     tr.write_line("faults injected: %d, survived: %d" % (len(injected), len(survived)))
     for name, outcome in sorted(t.faults.values()):
         tr.write_line("  %-8s %s" % ({"passed": "survived"}.get(outcome, outcome), name))
-    seen = set(name for name, _outcome in t.faults.values())
+    seen = " ".join(name for name, _outcome in t.faults.values())
     for prefix, name in sorted(EXTERNAL_FAULTS.items()):
         if name not in seen:
-            tr.write_line("  %-8s %s [%s]" % ("elsewhr", name, prefix.split("::")[0]))
+            tr.write_line("  %-8s %s [not in this session: %s]" % ("not run", name, prefix.split("::")[0]))
     tr.write_line("bad inputs tried: %d, rejected: %d, written: %d (must be 0) [%d fuzz tests]"
                   % (t.bad["tried"], t.bad["rejected"], t.bad["written"], t.bad["tests"]))
     if sum(t.cufile_fuzz.values()):
         tr.write_line("cufile.json bad-input tests (cufile_config suite): %d passed, %d failed"
                       % (t.cufile_fuzz["passed"], t.cufile_fuzz["failed"]))
-    tr.write_line("hosts changed in check mode: %d (must be 0) over %d check runs, %d host checks"
+    tr.write_line("hosts changed in check mode: %d (must be 0) over %d site.yml --check runs, %d host checks"
                   % (t.checkmode["changed"], t.checkmode["runs"], t.checkmode["hosts"]))
 
 
@@ -133,7 +142,7 @@ def init_pid(lab_name, host):
 
 def in_host(lab_name, host, argv, check=True, timeout=60, **kw):
     """Run argv inside the host (all its namespaces) from the controller."""
-    res = subprocess.run(["nsenter", "-t", str(init_pid(lab_name, host)), "-a"] + list(argv),
+    res = subprocess.run(["nsenter", "-t", str(init_pid(lab_name, host)), "-a"] + list(argv), check=False,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, **kw)
     if check:
         assert res.returncode == 0, "%s on %s -> rc=%d\n%s" % (argv, host, res.returncode, res.stdout[-3000:])
@@ -318,19 +327,18 @@ class Playbook(object):
         with open(self.log) as f:
             return f.read()
 
-    def wait_for(self, pattern, timeout=180, count=1):
-        """Wait until ``pattern`` occurs ``count`` times in the output."""
-        rx = re.compile(pattern, re.M)
+    def wait_until(self, predicate, timeout=180):
+        """Wait until ``predicate(output so far)`` is true; returns the output."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self.text()
-            if len(rx.findall(text)) >= count:
+            if predicate(text):
                 return text
             if self.proc.poll() is not None:
-                raise AssertionError("ansible-playbook ended (rc=%s) before %r:\n%s"
-                                     % (self.proc.returncode, pattern, text[-4000:]))
+                raise AssertionError("ansible-playbook ended (rc=%s) before the awaited point:\n%s"
+                                     % (self.proc.returncode, text[-4000:]))
             time.sleep(0.1)
-        raise AssertionError("no %r after %ss:\n%s" % (pattern, timeout, self.text()[-4000:]))
+        raise AssertionError("the awaited point did not come within %ss:\n%s" % (timeout, self.text()[-4000:]))
 
     def finish(self, timeout=600):
         try:
@@ -349,10 +357,16 @@ def playbook(lab, path, *args, **kw):
         timeout=kw.pop("timeout", 600))
 
 
-def prepared_lab(name, n, tmpdir):
-    """A lab (conftest.Lab) made to look like GPU hosts by lab/prepare.yml."""
-    from conftest import Lab
-    lab = Lab(name, n, tmpdir)
+def prepared_lab(stem, n, tmpdir):
+    """A lab (conftest.Lab) made to look like GPU hosts by lab/prepare.yml. Its name is ``stem``
+    plus this process's id, so that two test sessions on one machine never share a lab."""
+    from conftest import LABCTL, Lab, run
+    name = "%s-%d" % (stem, os.getpid())
+    try:
+        lab = Lab(name, n, tmpdir)
+    except BaseException:
+        run([LABCTL, "down", "--name", name], check=False)  # a half-started lab
+        raise
     try:
         rc, out = playbook(lab, "lab/prepare.yml")
         assert rc == 0, out[-4000:]

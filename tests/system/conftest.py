@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from _reliability import *  # noqa: F401,F403  the reliability suite's summary hooks (issue 10)
+from _reliability import pytest_configure  # noqa: F401 pylint: disable=unused-import
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV_BIN = os.path.dirname(sys.executable)

@@ -58,7 +58,7 @@ def _check_runs_leave_hosts_identical(lab, tmp_path, record_property, expect_cha
             diff = snapshot_changes(before[host], after[host])
             if diff:
                 changes["%s %s" % (" ".join(extra), host)] = diff[:20]
-    record_property("reliability_checkmode", {"hosts": len(runs) * len(lab.hosts),
+    record_property("reliability_checkmode", {"runs": len(runs), "hosts": len(runs) * len(lab.hosts),
                                               "changed": len(set(k.split()[-1] for k in changes))})
     assert changes == {}, changes
     for extra, rc, out in outputs:
