@@ -256,21 +256,28 @@ class _Parser(object):
                     del self.key_positions[stale]
             self.key_positions[child] = self.where(key_at)
             result[key] = self.value(child, depth + 1)
-            self.skip()
-            c = self.peek()
-            if c == ",":
-                comma_at = self.i
-                self.i += 1
-                self.skip()
-                if self.peek() == "}":
-                    self.fail("trailing comma before '}' (libcufile rejects the file)", comma_at)
-                continue
-            if c == "}":
-                self.i += 1
+            if self.closes("{", "}", open_at, "after the value of %s" % json.dumps(key)):
                 return result
-            if c == "":
-                self.fail("unexpected end of input: '{' opened at line %d column %d is never closed" % self.where(open_at))
-            self.fail("expected ',' or '}' after the value of %s, found %r" % (json.dumps(key), c))
+
+    def closes(self, opener, closer, open_at, context):
+        """After an item of an object or array: True when ``closer`` ends the container,
+        False after a comma; anything else (a trailing comma too) is a syntax error."""
+        self.skip()
+        c = self.peek()
+        if c == ",":
+            comma_at = self.i
+            self.i += 1
+            self.skip()
+            if self.peek() == closer:
+                self.fail("trailing comma before '%s' (libcufile rejects the file)" % closer, comma_at)
+            return False
+        if c == closer:
+            self.i += 1
+            return True
+        if c == "":
+            self.fail("unexpected end of input: '%s' opened at line %d column %d is never closed"
+                      % ((opener,) + tuple(self.where(open_at))))
+        self.fail("expected ',' or '%s' %s, found %r" % (closer, context, c))
 
     def arr(self, path, depth):
         open_at = self.i
@@ -284,21 +291,8 @@ class _Parser(object):
             if self.peek() == "":
                 self.fail("unexpected end of input: '[' opened at line %d column %d is never closed" % self.where(open_at))
             result.append(self.value(path + (len(result),), depth + 1))
-            self.skip()
-            c = self.peek()
-            if c == ",":
-                comma_at = self.i
-                self.i += 1
-                self.skip()
-                if self.peek() == "]":
-                    self.fail("trailing comma before ']' (libcufile rejects the file)", comma_at)
-                continue
-            if c == "]":
-                self.i += 1
+            if self.closes("[", "]", open_at, "in array"):
                 return result
-            if c == "":
-                self.fail("unexpected end of input: '[' opened at line %d column %d is never closed" % self.where(open_at))
-            self.fail("expected ',' or ']' in array, found %r" % c)
 
     def document(self):
         self.skip()
