@@ -21,7 +21,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_schema import load_schema
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import (
-    jsonschema_available, lint_document, lint_merged, lint_text)
+    jsonschema_available, lint_document, lint_merged, lint_text, warm)
 
 MODULE = "gpudirect.storage.cufile_config"
 INTERNAL = "_cufile"
@@ -122,3 +122,6 @@ class ActionModule(ActionBase):
     @staticmethod
     def _failed(result, findings, path):
         return dict(result, failed=True, changed=False, msg=summarize(findings, path), findings=[f.as_dict() for f in findings])
+
+
+warm()

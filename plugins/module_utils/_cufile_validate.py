@@ -58,6 +58,16 @@ def _validator_class():
     return Draft202012Validator
 
 
+def warm():
+    """Import jsonschema and load the default schema now. The action plugins call this when they
+    are imported: Ansible's strategy imports action plugins in its main process before it forks a
+    worker per host, so the workers inherit the work instead of repeating it for every host."""
+    try:
+        lint_text("{}", source="<warm-up>")
+    except Exception:  # pylint: disable=broad-except
+        pass  # the real call reports the problem, with its context
+
+
 class _Linter(object):
     """One pass over one document."""
 

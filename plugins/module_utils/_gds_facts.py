@@ -18,9 +18,8 @@ import re
 import sys
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
-from ansible_collections.gpudirect.storage.plugins.module_utils._kmod import parse_proc_modules
-from ansible_collections.gpudirect.storage.plugins.module_utils._ofed import parse_ofed_info
-from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs_rules
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import (
+    parse_ofed_info, parse_os_release, parse_proc_modules)
 
 MODULES_OF_INTEREST = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_fs", "nvidia_peermem", "nvme",
                        "nvme_core", "nvme_rdma", "nvme_fabrics", "ib_core", "ib_uverbs", "rdma_cm",
@@ -52,7 +51,7 @@ class Collector(object):
             root = os.statvfs(self.paths.under_root("/"))
         except OSError:
             root = None
-        return {"os": parse.host_os(nvfs_rules.parse_os_release(self.read("os_release", ""))),
+        return {"os": parse.host_os(parse_os_release(self.read("os_release", ""))),
                 "architecture": os.uname()[4],
                 "python": "%d.%d.%d" % sys.version_info[:3],
                 "free_mb": {"/": parse.free_mb(root)}}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_child as child
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_verdict as verdict_mod
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts import Collector
@@ -106,7 +105,9 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
     }
     driver_evidence = nvidia["driver_loaded"] or libs["libcuda"] is not None
     want_probe = bool(params["probe"] and libs["libcufile"].get("path") and driver_evidence)
-    want_nvml = bool(params["gather_cuda"] and driver_evidence)
+    # NVML is read in the child only when libnvidia-ml is on the library path: the child is a
+    # second Python process, and dlopen would not find the library either (then nvidia-smi is asked)
+    want_nvml = bool(params["gather_cuda"] and driver_evidence and libs["libnvidia_ml"])
     probe = {"enabled": bool(params["probe"]), "ran": False, "size_mb": params["probe_size_mb"],
              "threads": params["probe_threads"], "paths": []}
     t1 = time.time()
@@ -116,6 +117,8 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
         want_probe = False
         probe.update(ran=True, paths=skipped)
     if want_probe or want_nvml:
+        # imported here: the probe program is compiled on the target only when a child runs
+        from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_child as child
         run = child.run_child(runner, _probe_args(params, libs, nvfs, want_probe, want_nvml, paths_ok), tmp_root,
                               _child_env(libs, params.get("cufile_env_path_json"), environ), python)
         result = run.pop("result") or {}
@@ -134,6 +137,8 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
     nvidia["nvml_ok"] = bool(nvml) and not nvml.get("error")
     if nvml.get("error"):
         nvidia["nvml_error"] = nvml["error"]
+    elif params["gather_cuda"] and driver_evidence and not want_nvml:
+        nvidia["nvml_error"] = "libnvidia-ml.so.1 not found in the library path"
     if nvml.get("cuda_driver_version"):
         nvidia["cuda_driver_version"] = parse.decode_cuda_version(nvml["cuda_driver_version"])
     elif (probe.get("cuda") or {}).get("driver_version"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs_rules
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse
 
 # ---------------------------------------------------------------------------------------------
 # /proc/driver/nvidia/version (+ /sys/module/nvidia/taint)
@@ -27,7 +27,7 @@ def parse_nvidia_version(text, taint=None):
     banner, ``taint`` (``/sys/module/nvidia/taint``) decides: the proprietary module taints the
     kernel with ``P``, the open one does not.
     """
-    info = nvfs_rules.parse_driver_version(text)
+    info = _hostparse.parse_driver_version(text)
     banner = next((ln.strip() for ln in (text or "").splitlines() if ln.startswith("NVRM version:")), None)
     if info:
         return {"version": info["version"], "flavor": "open" if info["open"] else "proprietary", "banner": banner}
@@ -299,7 +299,7 @@ def parse_secure_boot(data):
     """The SecureBoot efivar bytes (4 attribute bytes + 1 value byte) -> ``enabled`` /
     ``disabled``; ``unknown`` when there is no such variable (BIOS boot, no efivarfs) or it is
     malformed. The byte decoding is ``_nvfs.secure_boot_state``."""
-    state = nvfs_rules.secure_boot_state(data)
+    state = _hostparse.secure_boot_state(data)
     return "unknown" if state is None else ("enabled" if state else "disabled")
 
 

@@ -18,6 +18,7 @@ import re
 import tempfile
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, tail
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_proc_modules  # noqa: F401 pylint: disable=unused-import
 
 MAKE_LOG_TAIL_LINES = 25
 MANAGED_HEADER = "# Managed by gpudirect.storage.nvidia_fs; local changes are overwritten.\n"
@@ -29,25 +30,6 @@ def kname(name):
 
 
 # --------------------------------------------------------------------------- loaded state
-def parse_proc_modules(text):
-    """``/proc/modules`` -> {name: {size, refcount, used_by, state, taint}}.
-
-    ``refcount`` is None where the kernel prints ``-`` (built without CONFIG_MODULE_UNLOAD, as
-    on the H100 test host: ``nvidia 14299136 - - Live 0xffffffffc0400000 (O)``).
-    """
-    out = {}
-    for line in (text or "").splitlines():
-        f = line.split()
-        if len(f) < 6:
-            continue
-        used_by = [u for u in f[3].split(",") if u and u != "-"]
-        taint = f[6].strip("()") if len(f) > 6 else ""
-        try:
-            out[f[0]] = {"size": int(f[1]), "refcount": None if f[2] == "-" else int(f[2]), "used_by": used_by,
-                         "state": f[4], "taint": taint}
-        except ValueError:
-            continue
-    return out
 
 
 def module_state(paths, name):

@@ -24,6 +24,8 @@ import os
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import compare_versions, select_version
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import (  # noqa: F401 pylint: disable=unused-import
+    parse_driver_version, parse_os_release, secure_boot_state)
 
 OPEN_MODULE_REQUIRED_FROM = "2.17.5"
 # nvidia-fs series -> CUDA release it shipped with (the newest series wins for later CUDA).
@@ -43,13 +45,6 @@ class PreflightError(Exception):
 
 
 # --------------------------------------------------------------------------- parsers
-def parse_driver_version(text):
-    """``/proc/driver/nvidia/version`` -> {version, open} or None."""
-    for line in (text or "").splitlines():
-        m = re.match(r"^NVRM version: NVIDIA UNIX (Open )?.*?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", line)
-        if m:
-            return {"version": m.group(2), "open": bool(m.group(1)), "source": "proc"}
-    return None
 
 
 def driver_from_modinfo(info):
@@ -58,23 +53,6 @@ def driver_from_modinfo(info):
         return None
     lic = info.get("license") or ""
     return {"version": info["version"], "open": "GPL" in lic if lic else None, "source": "modinfo"}
-
-
-def parse_os_release(text):
-    out = {}
-    for line in (text or "").splitlines():
-        k, sep, v = line.partition("=")
-        if sep:
-            out[k.strip()] = v.strip().strip('"').strip("'")
-    return {"id": out.get("ID", ""), "version_id": out.get("VERSION_ID", ""),
-            "pretty": out.get("PRETTY_NAME", "")}
-
-
-def secure_boot_state(raw):
-    """Contents of the SecureBoot efivar (4 attribute bytes + value) -> True/False/None."""
-    if raw is None or len(raw) < 5:
-        return None
-    return bytearray(raw)[4] == 1
 
 
 def driver_from_make_log(text):

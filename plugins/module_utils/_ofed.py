@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import version_matches
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_ofed_info  # noqa: F401 pylint: disable=unused-import
 
 DOCA_PROFILES = ("doca-ofed", "doca-roce", "doca-networking")
 # Meta packages that identify a DOCA-OFED install (profiles + the umbrella ones).
@@ -44,21 +45,6 @@ def meta_package(flavour):
 def query_names(pkg_family):
     """Every package name :func:`detect` needs from the package database."""
     return sorted(set(DOCA_METAS + MLNX_METAS + INBOX_PACKAGES[pkg_family]))
-
-
-def parse_ofed_info(text):
-    """``ofed_info -s`` -> {distribution, version, raw} or None.
-
-    ``MLNX_OFED_LINUX-24.10-4.1.4.0:`` -> (MLNX_OFED_LINUX, 24.10-4.1.4.0);
-    ``OFED-internal-25.10-1.7.1:`` (DOCA-OFED, also DGX builds of MLNX_OFED) ->
-    (OFED-internal, 25.10-1.7.1). The trailing colon is optional (seen both ways).
-    """
-    for line in (text or "").splitlines():
-        line = line.strip().rstrip(":").strip()
-        m = re.match(r"^(MLNX_OFED_LINUX|OFED-internal|OFED)-(\d[\w.\-]*)$", line)
-        if m:
-            return {"distribution": m.group(1), "version": m.group(2), "raw": line}
-    return None
 
 
 def ofed_release(version):

@@ -99,3 +99,24 @@ def test_run_executes_the_module_then_validates(failed):
                                     task_vars={})
     assert result["ansible_facts"]["gds"]["cufile"]["valid"] is True
     assert bool(result.get("failed")) is failed
+    if failed:
+        assert result["msg"] == "GDS verdict is failed"
+    else:
+        assert result["msg"].startswith("GDS mode compat (no verified I/O) write - GB/s")
+
+
+def test_verdict_line_names_mode_io_throughput_versions_and_reason():
+    facts = {"mode": "gds", "verified": True, "reason": "nvidia-fs Writes counter moved",
+             "throughput": {"write_gbps": 12.5, "read_gbps": 13.1, "size_mb": 256},
+             "versions": {"nvidia_driver": "580.95.05", "nvidia_kernel_module": "open", "libcufile": "1.15.1",
+                          "nvidia_fs": "2.26.6"}}
+    assert action.verdict_line(facts) == (
+        "GDS mode gds (verified 256 MiB) write 12.5 GB/s, read 13.1 GB/s; driver 580.95.05 (open kernel module), "
+        "libcufile 1.15.1, nvidia_fs 2.26.6: nvidia-fs Writes counter moved")
+
+
+def test_warm_leaves_a_validator_ready(monkeypatch):
+    from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_validate as validate
+    validate.warm()  # idempotent, never raises
+    monkeypatch.setattr(validate, "lint_text", mock.Mock(side_effect=RuntimeError("no jsonschema")))
+    validate.warm()  # a broken validator is reported by the real call, not at import

@@ -132,7 +132,8 @@ def test_gds_proven_by_nvidia_fs_counters(tmp_path, libs):
     facts, _dir = run(tmp_path, libs, mode="nvfs", host_kw=host_kw, extra_env={"GDS_STANDIN_NVFS_STATS": stats_path})
     assert facts["mode"] == "gds", facts["reason"]
     assert facts["proven"] is True
-    assert facts["reason"].startswith("nvidia-fs Writes ok +1,")  # 8 MiB = one 16 MiB-or-less chunk
+    # the untimed 1 MiB warm-up write, then 8 MiB = one 16 MiB-or-less chunk
+    assert facts["reason"].startswith("nvidia-fs Writes ok +2,")
     assert facts["nvidia_fs"]["loaded"] is True and facts["versions"]["nvidia_fs"] == "2.26"
 
 
@@ -158,3 +159,16 @@ def test_parse_output_without_result():
     result, step, problem = child.parse_output("hello\n@@GDS_PROBE@@ step cuInit\n")
     assert result is None and step == "cuInit" and problem == "no result line"
     assert child.signal_name(-6) == "SIGABRT" and child.signal_name(0) is None
+
+
+def test_no_libnvidia_ml_on_the_path_spawns_no_child_and_says_why(tmp_path, libs, monkeypatch):
+    empty = tmp_path / "nolibs"
+    empty.mkdir()
+    calls = []
+    real = child.run_child
+    monkeypatch.setattr(child, "run_child", lambda *a, **k: calls.append(a) or real(*a, **k))
+    facts, dummy = run(tmp_path, str(empty), probe=False, extra_env={"LD_LIBRARY_PATH": str(empty)})
+    assert calls == []
+    assert facts["nvidia"]["nvml_ok"] is False
+    assert facts["nvidia"]["nvml_error"] == "libnvidia-ml.so.1 not found in the library path"
+    assert facts["probe"]["ran"] is False
