@@ -137,7 +137,7 @@ print("verify runs: %s" % ("PASS" if all(results) else "FAIL"))
 PY
 
 step "bench/gpu-probe (probe vs kvikio vs dd on $D; gds_facts wall time)"
-timeout 330 python3 bench/gpu-probe --dir "$D" --sizes 64,256,1024 --reps 3 --threads 0,1,4,8 --facts-reps 3 \
+timeout 330 python3 bench/gpu-probe --dir "$D" --sizes 64,256,1024 --reps 5 --threads 0,1,4,8 --facts-reps 3 \
   > "$OUT/bench.txt" 2>&1
 echo "bench rc=$?"
 sed -n '/^medians/,$p' "$OUT/bench.txt" | tee -a "$OUT/summary.txt"
