@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
-from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report,
+from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report, gds_preflight,
                                                                    gpu_operator, mofed, nvidia_fs)
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import FakeHost
@@ -365,6 +365,21 @@ def test_fuzz_gds_fleet_report_options(record_property, tmp_path):
         return result, os.listdir(str(dest)) if dest.exists() else []
     spec = dict((k, v) for k, v in gds_fleet_report.argument_spec().items() if k != "dest")
     fuzz(record_property, cases(spec, {}, []), attempt)
+
+
+def test_fuzz_gds_preflight_options(record_property):
+    """The module file only documents the action plugin; the action validates the options
+    before its one gds_facts call, so a refused case never reaches the host."""
+    AnsibleActionFail = pytest.importorskip("ansible.errors").AnsibleActionFail
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_preflight import run_action
+
+    def attempt(args, _needle):
+        try:
+            result, execute = run_action(args)
+        except AnsibleActionFail as exc:
+            return {"failed": True, "msg": str(exc)}, []
+        return result, ["gds_facts ran"] if execute.called and result.get("failed") else []
+    fuzz(record_property, cases(gds_preflight.argument_spec(), {}, []), attempt)
 
 
 @pytest.mark.xfail(strict=True, raises=TypeError, reason="ansible-core 2.19 calls set_fallbacks() on a dict option's "

@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gpudirect.storage.gds_preflight: one gds_facts round trip, then the read-only checks on the
+controller (plugin_utils/_preflight.py). One task instead of a facts call and an assert per
+check: every task costs a worker process per host on the controller."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, warm
+
+FACTS_MODULE = "gpudirect.storage.gds_facts"
+
+
+class ActionModule(ActionBase):
+
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
+        facts = self._execute_module(module_name=FACTS_MODULE, module_args=dict(args["facts"]), task_vars=task_vars)
+        result.update(facts)
+        gds = (result.get("ansible_facts") or {}).get("gds")
+        if result.get("failed") or not isinstance(gds, dict):
+            result["failed"] = True
+            result["msg"] = "gds_facts failed, nothing was checked: %s" % result.get("msg", "no gds facts returned")
+            return result
+        validate_cufile(gds)
+        failures, warnings = _preflight.checks(gds, args)
+        result["preflight"] = {"failures": failures, "warnings": warnings}
+        if warnings:
+            result["warnings"] = list(result.get("warnings") or []) + warnings
+        if failures:
+            result.update(failed=True, msg="preflight failed, nothing was changed: " + "; ".join(failures))
+        else:
+            result["msg"] = _preflight.summary(gds)
+        return result
+
+
+warm()  # see plugins/action/gds_facts.py

@@ -1,0 +1,129 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gds_preflight
+short_description: Read-only checks of a host before a GPUDirect Storage rollout, in one round trip
+version_added: 0.1.0
+description:
+  - Runs M(gpudirect.storage.gds_facts) on the host (one round trip; by default without the
+    probe), sets C(ansible_facts.gds), and checks on the controller - the OS and architecture are
+    supported, Python is recent enough, C(/) has room for the packages and the DKMS build, and,
+    when asked for, an NVIDIA driver is loaded and Secure Boot will not refuse an unsigned
+    nvidia-fs module.
+  - A failed check fails the host with a message that names the option to change; a check that
+    is set to warn adds a warning instead. Changes nothing on the host.
+  - Runs through its action plugin; this file holds its documentation and argument specification.
+extends_documentation_fragment:
+  - gpudirect.storage._attributes
+  - gpudirect.storage._attributes.ACTIONGROUP_GDS
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; with C(facts.probe=true) the probe file is written and deleted, as M(gpudirect.storage.gds_facts) does.
+  diff_mode:
+    support: none
+options:
+  supported_os:
+    description: Distribution (as Ansible's C(setup) names it) to accepted versions, full (V(22.04)) or major (V(9)).
+    type: dict
+    default: {Ubuntu: ["22.04", "24.04"], RedHat: ["9"], Rocky: ["9"], AlmaLinux: ["9"]}
+  fail_on_unsupported_os:
+    description: Fail a host whose OS is not in O(supported_os); V(false) warns and goes on.
+    type: bool
+    default: true
+  supported_architectures:
+    description: Accepted machine architectures.
+    type: list
+    elements: str
+    default: [x86_64, aarch64]
+  min_python:
+    description: Oldest Python on the host that the collection's modules support.
+    type: str
+    default: "3.8"
+  min_free_mb:
+    description: Free MiB needed on C(/) for the packages and the DKMS build of nvidia-fs (V(0) skips the check).
+    type: int
+    default: 2048
+  require_driver:
+    description: Fail a host without a loaded NVIDIA driver.
+    type: bool
+    default: false
+  fail_on_secure_boot:
+    description: Fail a host with Secure Boot enabled and no O(mok_key); V(false) warns.
+    type: bool
+    default: false
+  mok_key:
+    description:
+      - The MOK key nvidia-fs will be signed with (O(gpudirect.storage.nvidia_fs#module:mok_key));
+        only whether it is set matters here.
+    type: path
+  facts:
+    description:
+      - Options of the M(gpudirect.storage.gds_facts) call, for example C(probe=true) and
+        C(probe_size_mb=256) to prove the data path as it is now. Its own option checks apply.
+    type: dict
+    default: {probe: false}
+seealso:
+  - module: gpudirect.storage.gds_facts
+author: gpudirect.storage maintainers (@gpudirect)
+"""
+
+EXAMPLES = r"""
+- name: Refuse hosts without a driver, warn on an unsupported OS
+  gpudirect.storage.gds_preflight:
+    require_driver: true
+    fail_on_unsupported_os: false
+
+- name: Check the host and prove the data path as it is now
+  gpudirect.storage.gds_preflight:
+    facts:
+      probe: true
+      probe_path: [/mnt/nvme0]
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: C(gds), as M(gpudirect.storage.gds_facts) returns it.
+  returned: success
+  type: dict
+preflight:
+  description: The failed checks and the warnings, one message each.
+  returned: always
+  type: dict
+  sample: {failures: [], warnings: ["Debian 12 is not a supported GDS host OS (...)"]}
+msg:
+  description: What the rollout starts from (OS, kernel, driver, nvidia_fs, OFED, Secure Boot, GDS now), or why the host failed.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def argument_spec():
+    return dict(
+        supported_os=dict(type="dict", default={"Ubuntu": ["22.04", "24.04"], "RedHat": ["9"], "Rocky": ["9"],
+                                                "AlmaLinux": ["9"]}),
+        fail_on_unsupported_os=dict(type="bool", default=True),
+        supported_architectures=dict(type="list", elements="str", default=["x86_64", "aarch64"]),
+        min_python=dict(type="str", default="3.8"),
+        min_free_mb=dict(type="int", default=2048),
+        require_driver=dict(type="bool", default=False),
+        fail_on_secure_boot=dict(type="bool", default=False),
+        mok_key=dict(type="path", no_log=False),
+        facts=dict(type="dict", default={"probe": False}),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module.fail_json(msg="gpudirect.storage.gds_preflight runs through its action plugin; this module file only documents it")
+
+
+if __name__ == "__main__":
+    main()
