@@ -14,28 +14,14 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleError
-from ansible.module_utils.common.text.converters import to_text
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_schema import load_schema
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import (
-    jsonschema_available, lint_document, lint_merged, lint_text, warm)
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import (
+    INTERNAL, failed, lint_plan, prepare)
 
 MODULE = "gpudirect.storage.cufile_config"
-INTERNAL = "_cufile"
 FORWARD = ("path", "cufile", "link_target", "reasons", "backup_file", "diff")
-
-
-def summarize(findings, path, limit=20):
-    """One failure message: the count and one line per error."""
-    errors = [f for f in findings if f.severity == "error"]
-    lines = ["%s: %d error%s, nothing was written:" % (path, len(errors), "" if len(errors) == 1 else "s")]
-    lines += ["  - " + (("%s: " % f.source) if f.source and f.source != path else "") + f.message for f in errors[:limit]]
-    if len(errors) > limit:
-        lines.append("  - ... and %d more (see findings)" % (len(errors) - limit))
-    return "\n".join(lines)
 
 
 class ActionModule(ActionBase):
@@ -46,47 +32,21 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
-        if INTERNAL in args:
-            return dict(result, failed=True, msg="option %s is internal: the action plugin sets it" % INTERNAL)
         state = args.get("state") or "present"
-        version = str(args.get("cufile_version") or "1.15")
         path = args.get("path") or "/etc/cufile.json"
-        module_args = dict(args)
-        internal = {"phase": "plan"}
-        src_text = None
-        if state == "present":
-            if not jsonschema_available():
-                return dict(result, failed=True, msg="cufile_config validates on the controller and needs the Python "
-                                                     "library jsonschema there (pip install jsonschema)")
-            try:
-                schema = load_schema(version)
-            except ValueError as exc:
-                return dict(result, failed=True, msg="cufile_version: %s" % exc)
-            internal["path_checks"] = [{"path": d, "what": w, "kind": k} for d, w, k in schema.must_exist_specs()]
-            src = args.get("src")
-            if src and not boolean(args.get("remote_src", False), strict=False):
-                try:
-                    src_file = self._find_needle("files", src)
-                    with open(src_file, "rb") as f:
-                        data = f.read()
-                except (AnsibleError, IOError, OSError) as exc:
-                    return dict(result, failed=True, msg="src %s: %s" % (src, to_text(exc)))
-                early = lint_text(data, source=src, version=version)
-                if early.document is None:  # does not parse: nothing to send
-                    return self._failed(result, early.findings, src)
-                src_text = to_text(data, errors="surrogate_or_strict")
-                internal["src_text"] = src_text
-        module_args[INTERNAL] = internal
+        module_args, src_text, version, problem = prepare(args, self._find_needle)
+        if problem:
+            return dict(result, **problem)
         plan = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         if plan.get("failed"):
             return dict(result, **dict((k, v) for k, v in plan.items() if k not in ("invocation",)))
         warnings = list(plan.get("warnings", []))
         findings = []
         if state == "present":
-            lint = self._lint(plan, args, src_text, version)
+            lint = lint_plan(plan, args, src_text, version)
             findings = lint.findings
             if not lint.ok:
-                return self._failed(result, findings, path)
+                return dict(result, **failed(findings, path))
             warnings += [f.message for f in findings]
         result.update((k, plan.get(k)) for k in FORWARD if k in plan)
         result.update(changed=bool(plan.get("changed")), findings=[f.as_dict() for f in findings])
@@ -103,25 +63,6 @@ class ActionModule(ActionBase):
         if warnings:
             result["warnings"] = warnings
         return result
-
-    def _lint(self, plan, args, src_text, version):
-        """Validate what libcufile will read: the planned document (with line numbers when it is an
-        unmodified src file) and, with env_path_json, the env file and the overlay."""
-        facts = plan.get("path_facts") or {}
-        host = dict((k, v) for k, v in (plan.get("host") or {}).items() if v is not None)
-        text = src_text if src_text is not None else plan.get("src_text")
-        source = args.get("src") if text is not None and not args.get("settings") else (args.get("path") or "/etc/cufile.json")
-        target = text if text is not None and not args.get("settings") else plan["cufile"]
-        if args.get("env_path_json"):
-            return lint_merged(target, plan.get("env_text"), etc_source=source, env_source=args["env_path_json"],
-                               version=version, check_paths=facts, host=host)
-        if isinstance(target, (str, bytes)):
-            return lint_text(target, source=source, version=version, check_paths=facts, host=host)
-        return lint_document(target, source=source, version=version, check_paths=facts, host=host)
-
-    @staticmethod
-    def _failed(result, findings, path):
-        return dict(result, failed=True, changed=False, msg=summarize(findings, path), findings=[f.as_dict() for f in findings])
 
 
 warm()

@@ -33,6 +33,27 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_shipped 
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 
 
+def argument_spec():
+    return dict(
+        path=dict(type="path", default="/etc/cufile.json"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        settings=dict(type="dict"),
+        base=dict(type="str", choices=["shipped", "current", "empty"]),
+        src=dict(type="path"),
+        remote_src=dict(type="bool", default=False),
+        backup=dict(type="bool", default=False),
+        env_path_json=dict(type="path"),
+        cufile_version=dict(type="str", default="1.15"),
+        mode=dict(type="raw", default="0644"),
+        owner=dict(type="str", default="root"),
+        group=dict(type="str", default="root"),
+        _cufile=dict(type="dict"),  # set by the action plugin only
+    )
+
+
+MUTUALLY_EXCLUSIVE = [("base", "src")]
+
+
 class CufileConfigError(Exception):
     """A problem with the module's input or the host file; ``str()`` is the message for fail_json."""
 

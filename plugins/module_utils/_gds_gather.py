@@ -17,6 +17,37 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts impor
 CHUNK = 16 << 20
 
 
+LIMITS = {"probe_size_mb": (1, 65536), "probe_threads": (0, 64), "probe_device": (0, 1023), "probe_timeout": (5, 3600)}
+
+
+def argument_spec():
+    return dict(
+        probe=dict(type="bool", default=True),
+        probe_path=dict(type="list", elements="path", default=["/var/tmp"]),
+        probe_size_mb=dict(type="int", default=64),
+        probe_threads=dict(type="int", default=0),
+        probe_device=dict(type="int", default=0),
+        probe_timeout=dict(type="int", default=60),
+        require_mode=dict(type="str", choices=["gds", "p2pdma", "compat"]),
+        cufile_lib=dict(type="path"),
+        cufile_env_path_json=dict(type="path"),
+        gather_cuda=dict(type="bool", default=True),
+    )
+
+
+def check_params(params):
+    """Error text for bad options (naming the option), or None."""
+    for name, (low, high) in LIMITS.items():
+        if not low <= params[name] <= high:
+            return "%s=%s is out of range: it must be between %d and %d" % (name, params[name], low, high)
+    if params["probe"] and not params["probe_path"]:
+        return "probe_path must name at least one directory when probe=true"
+    for path in params["probe_path"]:
+        if not path.startswith("/"):
+            return "probe_path entry %r must be an absolute path" % path
+    return None
+
+
 def _child_env(libs, env_path, environ):
     env = {}
     if env_path:

@@ -11,12 +11,14 @@ Every step that changes the host is skipped in check mode (Runner mutates=True, 
 
 from __future__ import annotations
 
+import copy
 import os
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs
 from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
 
 MODULE = "nvidia-fs"          # DKMS module / package stem / file names
 KMOD = "nvidia_fs"            # kernel spelling
@@ -358,3 +360,54 @@ class NvidiaFs(object):
         self.r["persisted"] = persisted
         if self.m._diff and self.diffs:
             self.r["diff"] = self.diffs
+
+
+def argument_spec():
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        version=dict(type="str"),
+        packages=dict(type="list", elements="str", default=["nvidia-fs-dkms", "nvidia-fs"]),
+        extra_packages=dict(type="list", elements="str", default=[]),
+        load=dict(type="bool", default=True),
+        persistent=dict(type="bool", default=True),
+        params=dict(type="dict", default={}),
+        mok_key=dict(type="path"),
+        mok_cert=dict(type="path"),
+        mok_key_passphrase=dict(type="str", no_log=True),
+        allow_unsupported_os=dict(type="bool", default=False),
+        lock_timeout=dict(type="int", default=120),
+        repo=copy.deepcopy(pk.REPO_ARG_SPEC),
+    )
+
+
+REQUIRED_TOGETHER = [("mok_key", "mok_cert")]
+
+
+def execute(module, paths, runner):
+    """The nvidia_fs result for ``module.params`` (fails through ``module.fail_json``)."""
+    result = {"changed": False, "actions": [], "packages": {"before": {}, "after": {}}, "module": {},
+              "dkms": [], "persisted": {}, "preflight": {}, "reload_required": False}
+    try:
+        bad = [k for k, v in (module.params["params"] or {}).items()
+               if not isinstance(v, (str, int, float, bool)) or not str(v).strip()
+               or any(c.isspace() for c in str(v) + k) or "=" in k]
+        if bad:
+            module.fail_json(msg="params: invalid module parameter(s) %s (no spaces, no '=' in names)" % bad)
+        problems = pk.input_problems(module.params)
+        if problems:
+            module.fail_json(msg="; ".join(problems) + ". Nothing was changed.")
+        backend = pk.get_backend(runner, module.params["lock_timeout"])
+        NvidiaFs(module, paths, runner, backend, result).run()
+    except nvfs.PreflightError as exc:
+        result["preflight"]["failures"] = exc.failures
+        module.fail_json(msg=str(exc), **result)
+    except kmod.DkmsBuildError as exc:
+        result.update(exc.to_fail_kwargs())
+        module.fail_json(msg=str(exc), **result)
+    except CommandError as exc:
+        result.update(exc.to_fail_kwargs())
+        module.fail_json(msg=str(exc), **result)
+    except pk.PackageError as exc:
+        result.update(exc.details)
+        module.fail_json(msg=str(exc), **result)
+    return result

@@ -243,31 +243,13 @@ reasons:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_config import (
-    CufileConfigError, run_apply, run_plan)
-
-
-def argument_spec():
-    return dict(
-        path=dict(type="path", default="/etc/cufile.json"),
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        settings=dict(type="dict"),
-        base=dict(type="str", choices=["shipped", "current", "empty"]),
-        src=dict(type="path"),
-        remote_src=dict(type="bool", default=False),
-        backup=dict(type="bool", default=False),
-        env_path_json=dict(type="path"),
-        cufile_version=dict(type="str", default="1.15"),
-        mode=dict(type="raw", default="0644"),
-        owner=dict(type="str", default="root"),
-        group=dict(type="str", default="root"),
-        _cufile=dict(type="dict"),  # set by the action plugin only
-    )
+    MUTUALLY_EXCLUSIVE, CufileConfigError, argument_spec, run_apply, run_plan)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=argument_spec(),
-        mutually_exclusive=[("base", "src")],
+        mutually_exclusive=MUTUALLY_EXCLUSIVE,
         add_file_common_args=True,
         supports_check_mode=True,
     )

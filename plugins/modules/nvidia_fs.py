@@ -158,65 +158,15 @@ reload_required:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs_flow as flow
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._nvfs import PreflightError
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import (
-    REPO_ARG_SPEC, PackageError, get_backend, input_problems)
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, Runner
-
-
-def argument_spec():
-    import copy
-    return dict(
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        version=dict(type="str"),
-        packages=dict(type="list", elements="str", default=["nvidia-fs-dkms", "nvidia-fs"]),
-        extra_packages=dict(type="list", elements="str", default=[]),
-        load=dict(type="bool", default=True),
-        persistent=dict(type="bool", default=True),
-        params=dict(type="dict", default={}),
-        mok_key=dict(type="path"),
-        mok_cert=dict(type="path"),
-        mok_key_passphrase=dict(type="str", no_log=True),
-        allow_unsupported_os=dict(type="bool", default=False),
-        lock_timeout=dict(type="int", default=120),
-        repo=copy.deepcopy(REPO_ARG_SPEC),
-    )
+from ansible_collections.gpudirect.storage.plugins.module_utils._nvfs_flow import (
+    REQUIRED_TOGETHER, argument_spec, execute)
+from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
-                           required_together=[("mok_key", "mok_cert")])
-    paths = HostPaths()
-    runner = Runner(module)
-    result = {"changed": False, "actions": [], "packages": {"before": {}, "after": {}}, "module": {},
-              "dkms": [], "persisted": {}, "preflight": {}, "reload_required": False}
-    try:
-        bad = [k for k, v in (module.params["params"] or {}).items()
-               if not isinstance(v, (str, int, float, bool)) or not str(v).strip()
-               or any(c.isspace() for c in str(v) + k) or "=" in k]
-        if bad:
-            module.fail_json(msg="params: invalid module parameter(s) %s (no spaces, no '=' in names)" % bad)
-        problems = input_problems(module.params)
-        if problems:
-            module.fail_json(msg="; ".join(problems) + ". Nothing was changed.")
-        backend = get_backend(runner, module.params["lock_timeout"])
-        flow.NvidiaFs(module, paths, runner, backend, result).run()
-    except PreflightError as exc:
-        result["preflight"]["failures"] = exc.failures
-        module.fail_json(msg=str(exc), **result)
-    except kmod.DkmsBuildError as exc:
-        result.update(exc.to_fail_kwargs())
-        module.fail_json(msg=str(exc), **result)
-    except CommandError as exc:
-        result.update(exc.to_fail_kwargs())
-        module.fail_json(msg=str(exc), **result)
-    except PackageError as exc:
-        result.update(exc.details)
-        module.fail_json(msg=str(exc), **result)
-    module.exit_json(**result)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_together=REQUIRED_TOGETHER)
+    module.exit_json(**execute(module, HostPaths(), Runner(module)))
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ def test_state_absent_skips_validation(harness, tmp_path):
 def test_internal_options_and_missing_jsonschema_are_refused(harness, tmp_path, monkeypatch):
     result = harness.run(path=str(tmp_path / "c.json"), _cufile={"phase": "apply"})
     assert result["failed"] and "internal" in result["msg"] and harness.calls == []
-    monkeypatch.setattr(action_mod, "jsonschema_available", lambda: False)
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils import _cufile_action
+    monkeypatch.setattr(_cufile_action, "jsonschema_available", lambda: False)
     result = harness.run(path=str(tmp_path / "c.json"))
     assert result["failed"] and "jsonschema" in result["msg"] and harness.calls == []
 
