@@ -7,27 +7,20 @@ controller, facts returned on success and failure, bad options refused before th
 from __future__ import annotations
 
 import copy
-from unittest.mock import MagicMock
 
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.action import gds_preflight as action
+from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
 from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__preflight import UBUNTU, facts
 
 AnsibleActionFail = pytest.importorskip("ansible.errors").AnsibleActionFail
 
 
 def run_action(args, module_result=None):
-    task = MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = False
-    task.action = "gpudirect.storage.gds_preflight"
-    plugin = action.ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=None, shared_loader_obj=None)
     if module_result is None:
         module_result = {"changed": False, "ansible_facts": {"gds": copy.deepcopy(UBUNTU)}}
-    plugin._execute_module = MagicMock(return_value=copy.deepcopy(module_result))
-    return plugin.run(task_vars={}), plugin._execute_module
+    return run_with_module_result(action, "gpudirect.storage.gds_preflight", args, module_result)
 
 
 def test_passes_with_the_facts_and_a_summary_from_one_module_call():

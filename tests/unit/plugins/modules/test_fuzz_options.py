@@ -30,9 +30,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
+from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_gather
 from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
-from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report, gds_preflight,
-                                                                   gpu_operator, mofed, nvidia_fs)
+from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report, gds_plan,
+                                                                   gds_preflight, gpu_operator, mofed, nvidia_fs)
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import FakeHost
 
@@ -258,7 +259,7 @@ def test_input_problems_names_the_option(params, words):
 def test_fuzz_gds_facts_options(record_property):
     from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin
     limits = [st.one_of(st.integers(max_value=low - 1), st.integers(min_value=high + 1)).map(
-        lambda v, n=name: (put({}, (n,), v), n)) for name, (low, high) in gds_facts.LIMITS.items()]
+        lambda v, n=name: (put({}, (n,), v), n)) for name, (low, high) in _gds_gather.LIMITS.items()]
     semantic = limits + [
         st.lists(_text(min_size=1, max_size=8).filter(lambda s: not s.startswith("/") and not s.startswith("~")),
                  min_size=1, max_size=2).map(lambda v: ({"probe_path": v}, "probe_path")),
@@ -367,19 +368,32 @@ def test_fuzz_gds_fleet_report_options(record_property, tmp_path):
     fuzz(record_property, cases(spec, {}, []), attempt)
 
 
-def test_fuzz_gds_preflight_options(record_property):
-    """The module file only documents the action plugin; the action validates the options
-    before its one gds_facts call, so a refused case never reaches the host."""
+def _fuzz_action(record_property, spec, run_action):
+    """Options of an action plugin's module; a refused case must not have run the module."""
     AnsibleActionFail = pytest.importorskip("ansible.errors").AnsibleActionFail
-    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_preflight import run_action
 
     def attempt(args, _needle):
         try:
             result, execute = run_action(args)
         except AnsibleActionFail as exc:
             return {"failed": True, "msg": str(exc)}, []
-        return result, ["gds_facts ran"] if execute.called and result.get("failed") else []
-    fuzz(record_property, cases(gds_preflight.argument_spec(), {}, []), attempt)
+        return result, ["the module ran"] if execute.called and result.get("failed") else []
+    fuzz(record_property, cases(spec, {}, []), attempt)
+
+
+def test_fuzz_gds_plan_options(record_property):
+    """Action-level options are checked by the action, stage options by each stage on the host
+    (tests/unit/plugins/modules/test_gds_plan.py)."""
+    pytest.importorskip("ansible.errors")
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_plan import run_action
+    _fuzz_action(record_property, gds_plan.argument_spec(), run_action)
+
+
+def test_fuzz_gds_preflight_options(record_property):
+    """The action validates the options before its one gds_facts call."""
+    pytest.importorskip("ansible.errors")
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_preflight import run_action
+    _fuzz_action(record_property, gds_preflight.argument_spec(), run_action)
 
 
 @pytest.mark.xfail(strict=True, raises=TypeError, reason="ansible-core 2.19 calls set_fallbacks() on a dict option's "

@@ -1,0 +1,104 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gpudirect.storage.gds_plan: one module run on the host plans every stage and gathers the gds
+facts; here, on the controller, the planned cufile.json is validated, the preflight checks run,
+the host joins the rollout or the converged group (as group_by does) and a converged host's
+verdict is held to ``require_mode``. One task per host instead of a facts call, three check-mode
+stage calls, a group_by and a second facts call for the verify."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import meets
+
+from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTION_ONLY, argument_spec
+from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import lint_plan, prepare, summarize
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, warm
+
+MODULE = "gpudirect.storage.gds_plan"
+STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
+              "reload_required", "nvidia_fs_rebuild_required", "path", "findings", "preflight", "diff")
+
+
+def plan_line(stages, gds):
+    """What the plan found, in one line."""
+    would = ["%s (%s)" % (name, ", ".join(s.get("actions") or s.get("reasons") or ["changes"]))
+             for name, s in stages.items() if s.get("changed")]
+    now = "verified" if gds.get("verified") else ("probe deferred to after the rollout"
+                                                  if (gds.get("probe") or {}).get("deferred") else "no I/O")
+    head = "would change: " + "; ".join(would) if would else "converged: no stage would change anything"
+    return "%s; GDS now (%s) %s: %s" % (head, now, gds.get("mode"), gds.get("reason"))
+
+
+def stage_failures(stages):
+    return ["%s: %s" % (name, s.get("msg")) for name, s in stages.items() if s.get("failed")]
+
+
+class ActionModule(ActionBase):
+
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
+        policy = None
+        if args["preflight"] is not None:
+            spec = dict((k, v) for k, v in preflight_spec().items() if k != "facts")
+            checked = ArgumentSpecValidator(spec).validate(dict(args["preflight"]))
+            if checked.error_messages:
+                raise AnsibleActionFail("preflight: " + "; ".join(checked.error_messages))
+            policy = checked.validated_parameters
+        module_args = dict((k, v) for k, v in args.items() if k not in ACTION_ONLY and v is not None)
+        if module_args.get("nvidia_fs"):
+            module_args["nvidia_fs"] = dict((k, v) for k, v in module_args["nvidia_fs"].items()
+                                            if k != "mok_key_passphrase")  # planning never signs
+        cufile = None
+        if module_args.get("cufile") is not None:
+            cufile_args, src_text, version, problem = prepare(dict(module_args["cufile"]), self._find_needle)
+            if problem:
+                return dict(result, failed=True, msg="cufile: " + problem["msg"], findings=problem.get("findings", []))
+            module_args["cufile"] = cufile_args
+            cufile = (dict(args["cufile"]), src_text, version)
+        out = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+        if out.get("failed"):
+            return dict(result, **dict((k, v) for k, v in out.items() if k != "invocation"))
+        stages = dict((name, dict((k, v) for k, v in s.items() if k in STAGE_KEYS))
+                      for name, s in (out.get("stages") or {}).items())
+        if cufile and "cufile" in stages and not stages["cufile"]["failed"] and cufile[0].get("state", "present") == "present":
+            lint = lint_plan(out["stages"]["cufile"], cufile[0], cufile[1], cufile[2])
+            stages["cufile"]["findings"] = [f.as_dict() for f in lint.findings]
+            if not lint.ok:
+                stages["cufile"].update(failed=True, changed=False,
+                                        msg=summarize(lint.findings, cufile[0].get("path") or "/etc/cufile.json"))
+        gds = out["ansible_facts"]["gds"]
+        validate_cufile(gds)
+        converged = bool(out.get("converged")) and not stage_failures(stages)
+        result.update(changed=False, stages=stages, converged=converged, ansible_facts=out["ansible_facts"])
+        failures = []
+        if policy is not None:
+            pre_fail, warnings = _preflight.checks(gds, policy)
+            result["preflight"] = {"failures": pre_fail, "warnings": warnings}
+            if warnings:
+                result["warnings"] = list(out.get("warnings") or []) + warnings
+            failures += ["preflight: " + f for f in pre_fail]
+        failures += stage_failures(stages)
+        if not failures and converged and args["require_mode"] and not meets(gds.get("mode"), args["require_mode"]):
+            failures.append("GDS verdict %s is weaker than the required %s: %s" % (
+                gds.get("mode"), args["require_mode"], gds.get("reason")))
+        if failures:
+            result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
+            return result
+        result.update(add_group=args["converged_group"] if converged else args["rollout_group"], parent_groups=["all"],
+                      msg=plan_line(stages, gds))
+        return result
+
+
+warm()  # see plugins/action/gds_facts.py

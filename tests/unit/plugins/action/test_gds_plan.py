@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gds_plan action: one module call, the planned cufile.json validated here, preflight
+checks, the host sorted into a group (as group_by does), require_mode held on converged hosts."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible_collections.gpudirect.storage.plugins.action import gds_plan as action
+from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
+from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__preflight import UBUNTU, facts
+
+AnsibleActionFail = pytest.importorskip("ansible.errors").AnsibleActionFail
+
+
+def module_result(stages=None, converged=True, gds=None):
+    return {"changed": False, "converged": converged, "stages": stages if stages is not None else
+            {"mofed": {"changed": False, "failed": False, "actions": []}},
+            "ansible_facts": {"gds": copy.deepcopy(gds or UBUNTU)}}
+
+
+def run_action(args, out=None):
+    return run_with_module_result(action, "gpudirect.storage.gds_plan", args,
+                                  out if out is not None else module_result())
+
+
+def test_converged_host_joins_the_converged_group_from_one_module_call():
+    result, execute = run_action({"mofed": {"flavour": "doca-ofed"}, "facts": {"probe": True}})
+    assert execute.call_count == 1
+    sent = execute.call_args.kwargs["module_args"]
+    assert sent == {"mofed": {"flavour": "doca-ofed"}, "facts": {"probe": True}}  # action-only options stay here
+    assert not result.get("failed") and result["changed"] is False
+    assert result["add_group"] == "gds_converged" and result["parent_groups"] == ["all"]
+    assert result["msg"].startswith("converged: no stage would change anything; GDS now (no I/O) compat")
+
+
+def test_a_host_to_change_joins_the_rollout_group_and_says_what_would_change():
+    out = module_result({"mofed": {"changed": True, "failed": False, "actions": ["install doca-ofed=3.2.1"]},
+                         "cufile": {"changed": True, "failed": False, "reasons": ["content"]}}, converged=False)
+    result, _execute = run_action({"rollout_group": "todo"}, out)
+    assert result["add_group"] == "todo" and result["converged"] is False
+    assert result["msg"].startswith("would change: mofed (install doca-ofed=3.2.1); cufile (content)")
+
+
+def test_the_passphrase_never_leaves_the_controller():
+    _result, execute = run_action({"nvidia_fs": {"state": "present", "mok_key_passphrase": "s3cret"}})
+    assert execute.call_args.kwargs["module_args"]["nvidia_fs"] == {"state": "present"}
+
+
+def test_preflight_failures_and_stage_failures_fail_the_host_naming_them():
+    gds = facts(host__architecture="ppc64le")
+    out = module_result({"nvidia_fs": {"changed": False, "failed": True, "msg": "nvidia_fs preflight failed"}},
+                        converged=False, gds=gds)
+    result, _execute = run_action({"preflight": {}}, out)
+    assert result["failed"] is True and "add_group" not in result
+    assert result["msg"].startswith("preflight: architecture ppc64le is not supported")
+    assert "nvidia_fs: nvidia_fs preflight failed" in result["msg"] and result["msg"].endswith("nothing was changed")
+    assert result["ansible_facts"]["gds"]["host"]["architecture"] == "ppc64le"  # kept for the fleet report
+
+
+def test_preflight_warnings_are_warnings():
+    result, _execute = run_action({"preflight": {"fail_on_secure_boot": False}},
+                                  module_result(gds=facts(secure_boot="enabled")))
+    assert not result.get("failed") and result["warnings"][0].startswith("Secure Boot is enabled")
+
+
+@pytest.mark.parametrize("mode, required, ok", [("compat", "compat", True), ("compat", "gds", False),
+                                                ("unavailable", "compat", False)])
+def test_require_mode_is_held_on_converged_hosts(mode, required, ok):
+    result, _execute = run_action({"require_mode": required}, module_result(gds=facts(mode=mode)))
+    assert bool(result.get("failed")) is not ok
+    if not ok:
+        assert result["msg"].startswith("GDS verdict %s is weaker than the required %s" % (mode, required))
+
+
+def test_require_mode_waits_for_the_verify_after_the_rollout():
+    out = module_result({"mofed": {"changed": True, "failed": False}}, converged=False, gds=facts(mode="unavailable"))
+    result, _execute = run_action({"require_mode": "gds"}, out)
+    assert not result.get("failed") and result["add_group"] == "gds_rollout"
+
+
+def test_a_cufile_plan_that_libcufile_would_refuse_fails_the_stage(tmp_path):
+    props = {"posix_pool_slab_count": [1, 2], "posix_pool_slab_size_kb": [4, 8, 16]}
+    planned = {"changed": True, "failed": False, "cufile": {"properties": props}}
+    result, execute = run_action({"cufile": {"path": str(tmp_path / "c.json")}},
+                                 module_result({"cufile": planned}, converged=False))
+    sent = execute.call_args.kwargs["module_args"]["cufile"]
+    assert sent["_cufile"]["phase"] == "plan" and sent["path"] == str(tmp_path / "c.json")
+    assert result["failed"] and result["stages"]["cufile"]["failed"]
+    assert "posix_pool_slab_count" in result["msg"] and result["msg"].startswith("cufile: ")
+
+
+def test_a_failed_module_call_is_the_result():
+    result, _execute = run_action({}, {"failed": True, "msg": "facts: probe_size_mb=0 is out of range"})
+    assert result["failed"] and result["msg"] == "facts: probe_size_mb=0 is out of range"
+
+
+@pytest.mark.parametrize("args, needle", [({"require_mode": "fast"}, "require_mode"), ({"bogus_zz": 1}, "bogus_zz"),
+                                          ({"preflight": {"min_free_mb": "lots"}}, "min_free_mb")])
+def test_bad_options_are_refused_before_the_host_is_touched(args, needle):
+    with pytest.raises(AnsibleActionFail, match=needle):
+        run_action(args)

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gds_plan on the fake GPU host: each stage's check-mode result equals the stage module's own
+check mode, nothing is changed, a failing stage is reported without hiding the others, and the
+probe runs only when no stage would change anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_plan
+from ansible_collections.gpudirect.storage.plugins.modules import gds_plan, mofed, nvidia_fs
+from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import FakeHost
+
+DOCA_321 = "3.2.1-125000-25.10-ubuntu2404"
+MOFED = {"flavour": "doca-ofed", "version": "3.2.1"}
+NVFS = {"version": "match_driver", "params": {"rw_stats_enabled": 1}}
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    h = FakeHost(tmp_path, monkeypatch)
+    h.available = {"doca-ofed": [DOCA_321], "nvidia-fs-dkms": ["2.28.2-1"], "nvidia-fs": ["2.28.2-1"],
+                   "libcufile-12-8": ["1.13.1.3-1"], "gds-tools-12-8": ["1.13.1.3-1"]}
+    h.ofed_version_for = lambda name, version: "OFED-internal-25.10-1.7.1:"
+    return h
+
+
+def plan(host, **args):
+    base = {"mofed": MOFED, "nvidia_fs": NVFS, "facts": {"probe": True, "gather_cuda": False}}
+    return host.run(gds_plan.main, dict(base, **args))
+
+
+def stage_view(res):
+    return dict((k, res.get(k)) for k in ("changed", "actions"))
+
+
+def test_fresh_host_is_planned_like_the_stage_modules_in_check_mode_and_nothing_changes(host):
+    before = host.snapshot()
+    res = plan(host)
+    assert not res.get("failed"), res
+    assert res["changed"] is False and res["converged"] is False
+    assert host.mutating_calls() == [] and host.snapshot() == before
+    assert stage_view(res["stages"]["mofed"]) == stage_view(host.run(mofed.main, MOFED, check_mode=True))
+    assert stage_view(res["stages"]["nvidia_fs"]) == stage_view(host.run(nvidia_fs.main, NVFS, check_mode=True))
+    assert res["stages"]["mofed"]["changed"] and res["stages"]["nvidia_fs"]["changed"]
+    gds = res["ansible_facts"]["gds"]
+    assert gds["probe"]["ran"] is False and gds["probe"]["deferred"] is True  # probed after the rollout
+
+
+def test_converged_host_is_probed_in_the_same_call(host):
+    for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
+        assert not host.run(main, args).get("failed")
+    res = plan(host)
+    assert res["converged"] is True, res["stages"]
+    assert [s["changed"] for s in res["stages"].values()] == [False, False]
+    assert res["ansible_facts"]["gds"]["probe"]["enabled"] is True
+    assert res["ansible_facts"]["gds"]["probe"]["deferred"] is False
+    assert host.mutating_calls() == []
+
+
+def test_a_failing_stage_is_reported_and_the_other_stages_still_planned(host):
+    res = plan(host, mofed={"flavour": "mlnx-ofed", "version": "99.1"})
+    assert not res.get("failed") and res["converged"] is False
+    assert res["stages"]["mofed"]["failed"] is True and "99.1" in res["stages"]["mofed"]["msg"]
+    assert res["stages"]["nvidia_fs"]["failed"] is False and res["stages"]["nvidia_fs"]["changed"]
+
+
+def test_bad_stage_options_name_the_stage_and_the_option(host):
+    res = plan(host, mofed={"flavour": "doca-ofed", "lock_timeout": "soon"}, nvidia_fs={"bogus_zz": 1})
+    assert res["stages"]["mofed"]["failed"] and "lock_timeout" in res["stages"]["mofed"]["msg"]
+    assert res["stages"]["nvidia_fs"]["failed"] and "bogus_zz" in res["stages"]["nvidia_fs"]["msg"]
+    assert host.mutating_calls() == []
+
+
+def test_bad_facts_options_fail_the_plan_naming_them(host):
+    res = plan(host, facts={"probe_size_mb": 0})
+    assert res["failed"] and res["msg"].startswith("facts: probe_size_mb=0 is out of range")
+
+
+def test_null_stage_options_mean_not_set(host):
+    res = plan(host, mofed=dict(MOFED, version=None, repo=None))
+    assert res["stages"]["mofed"]["failed"] is False, res["stages"]["mofed"]
+
+
+def test_cufile_plan_phase_reports_the_change_and_writes_nothing(host, tmp_path):
+    path = tmp_path / "cufile.json"
+    res = plan(host, mofed=None, nvidia_fs=None,
+               cufile={"path": str(path), "settings": {"properties": {"allow_compat_mode": True}},
+                       "_cufile": {"phase": "plan"}})
+    stage = res["stages"]["cufile"]
+    assert stage["failed"] is False and stage["changed"] is True and not path.exists()
+    assert stage["cufile"]["properties"]["allow_compat_mode"] is True
+
+
+@pytest.mark.parametrize("stages, converged", [({}, False), ({"a": {"changed": False, "failed": False}}, True),
+                                               ({"a": {"changed": True, "failed": False}}, False),
+                                               ({"a": {"changed": False, "failed": True}}, False)])
+def test_is_converged(stages, converged):
+    assert _gds_plan.is_converged(stages) is converged
+
+
+def test_stage_module_raises_instead_of_exiting():
+    class Real(object):
+        _diff = True
+        check_mode = False
+        tmpdir = "/tmp/x"
+    stage = _gds_plan.StageModule(Real(), {"a": 1})
+    assert stage.check_mode is True and stage.params == {"a": 1} and stage.tmpdir == "/tmp/x" and stage._diff
+    with pytest.raises(_gds_plan.StageFailed) as err:
+        stage.fail_json(msg="nope", rc=3)
+    assert err.value.msg == "nope" and err.value.details == {"rc": 3}
