@@ -225,7 +225,7 @@ def main():
         facts["require_mode"] = {"mode": required, "met": meets(facts["mode"], required)}
         if not facts["require_mode"]["met"]:
             module.fail_json(
-                msg="GDS verdict is %s, weaker than require_mode=%s: %s" % (facts["mode"], required, facts["reason"]),
+                msg="GDS verdict %s is weaker than the required %s: %s" % (facts["mode"], required, facts["reason"]),
                 ansible_facts={"gds": facts})
     module.exit_json(changed=False, ansible_facts={"gds": facts})
 

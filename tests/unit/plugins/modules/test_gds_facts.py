@@ -43,7 +43,7 @@ def test_gpu_less_host_is_unavailable_with_reason(gpu_less, check_mode):
 def test_require_mode_fails_with_reason_and_facts(gpu_less):
     res = run_module(gds_facts.main, {"probe_path": [gpu_less], "require_mode": "compat"})
     assert res["failed"] is True
-    assert res["msg"].startswith("GDS verdict is unavailable, weaker than require_mode=compat: no NVIDIA driver")
+    assert res["msg"].startswith("GDS verdict unavailable is weaker than the required compat: no NVIDIA driver")
     assert res["ansible_facts"]["gds"]["require_mode"] == {"mode": "compat", "met": False}
 
 
