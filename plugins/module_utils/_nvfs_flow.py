@@ -401,13 +401,6 @@ def execute(module, paths, runner):
     except nvfs.PreflightError as exc:
         result["preflight"]["failures"] = exc.failures
         module.fail_json(msg=str(exc), **result)
-    except kmod.DkmsBuildError as exc:
-        result.update(exc.to_fail_kwargs())
-        module.fail_json(msg=str(exc), **result)
-    except CommandError as exc:
-        result.update(exc.to_fail_kwargs())
-        module.fail_json(msg=str(exc), **result)
-    except pk.PackageError as exc:
-        result.update(exc.details)
-        module.fail_json(msg=str(exc), **result)
+    except (kmod.DkmsBuildError, CommandError, pk.PackageError) as exc:
+        pk.fail_with(module, result, exc)
     return result

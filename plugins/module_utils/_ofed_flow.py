@@ -106,10 +106,6 @@ def execute(module, paths, runner):
     try:
         backend = pk.get_backend(runner, module.params["lock_timeout"])
         run(module, paths, runner, backend, result)
-    except CommandError as exc:
-        result.update(exc.to_fail_kwargs())
-        module.fail_json(msg=str(exc), **result)
-    except pk.PackageError as exc:
-        result.update(exc.details)
-        module.fail_json(msg=str(exc), **result)
+    except (CommandError, pk.PackageError) as exc:
+        pk.fail_with(module, result, exc)
     return result

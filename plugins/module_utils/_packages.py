@@ -27,6 +27,13 @@ FORBIDDEN_ARGS = ("--allow-unauthenticated", "--nogpgcheck", "--no-gpgcheck", "-
                   "trusted=yes", "AllowUnauthenticated", "--allow-insecure-repositories")
 
 
+def fail_with(module, result, exc):
+    """Fail ``module`` with ``exc``'s message and details (CommandError, DkmsBuildError: their
+    fail kwargs; PackageError: its details) merged into ``result``."""
+    result.update(exc.to_fail_kwargs() if hasattr(exc, "to_fail_kwargs") else getattr(exc, "details", None) or {})
+    module.fail_json(msg=str(exc), **result)
+
+
 class PackageError(Exception):
     """A package operation cannot proceed. ``details`` go to fail_json."""
 

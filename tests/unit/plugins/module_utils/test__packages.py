@@ -230,3 +230,18 @@ def test_lock_holder_real_process(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_fail_with_merges_the_details_of_each_error_kind():
+    from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
+
+    class Module(object):
+        failed = None
+
+        def fail_json(self, msg, **kwargs):
+            self.failed = dict(kwargs, msg=msg)
+    for exc, key in ((pk.PackageError("no such version", available=["1.0"]), "available"),
+                     (CommandError(["apt-get", "install"], 100, "", "E: broken"), "rc")):
+        module, result = Module(), {"changed": False}
+        pk.fail_with(module, result, exc)
+        assert module.failed["msg"] == str(exc) and key in module.failed and module.failed["changed"] is False
