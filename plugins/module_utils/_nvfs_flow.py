@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import os
 
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs
 from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
@@ -106,7 +107,7 @@ class NvidiaFs(object):
 
     # ------------------------------------------------------------------ facts
     def driver(self):
-        d = nvfs.parse_driver_version(self.paths.read(os.path.join(self.paths.nvidia_proc, "version")))
+        d = hostparse.parse_driver_version(self.paths.read(os.path.join(self.paths.nvidia_proc, "version")))
         if d:
             return d
         res = self.runner.run(["modinfo", "-k", self.kver, "nvidia"], check=False)
@@ -133,9 +134,9 @@ class NvidiaFs(object):
         secure_boot = nvfs.collect_secure_boot(self.paths)
         ofed_info = None
         if self.runner.which("ofed_info"):
-            ofed_info = ofed.parse_ofed_info(self.runner.run(["ofed_info", "-s"], check=False).stdout)
+            ofed_info = hostparse.parse_ofed_info(self.runner.run(["ofed_info", "-s"], check=False).stdout)
         facts = {
-            "os": nvfs.parse_os_release(self.paths.read("os_release")), "arch": self.arch,
+            "os": hostparse.parse_os_release(self.paths.read("os_release")), "arch": self.arch,
             "kernel": self.kver, "headers_path": headers, "headers_present": os.path.isdir(headers),
             "driver": self.driver(), "secure_boot": secure_boot, "mok": self.mok_facts(secure_boot),
             "ofed_family": ofed.detect(installed, ofed_info)["family"],

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import version_matches
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_ofed_info  # noqa: F401 pylint: disable=unused-import
 
 DOCA_PROFILES = ("doca-ofed", "doca-roce", "doca-networking")
 # Meta packages that identify a DOCA-OFED install (profiles + the umbrella ones).

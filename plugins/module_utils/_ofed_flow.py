@@ -12,6 +12,7 @@ import os
 from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_ofed_info
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
 
 
@@ -29,7 +30,7 @@ def argument_spec():
 def ofed_info(runner):
     if not runner.which("ofed_info"):
         return None
-    return ofed.parse_ofed_info(runner.run(["ofed_info", "-s"], check=False).stdout)
+    return parse_ofed_info(runner.run(["ofed_info", "-s"], check=False).stdout)
 
 
 def repo_change(module, paths, backend):

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Result
@@ -23,7 +24,7 @@ def captured(rel):
 
 
 def test_parse_proc_modules_real_tainted():
-    mods = kmod.parse_proc_modules(captured("proc/modules-vbox-tainted.txt"))
+    mods = hostparse.parse_proc_modules(captured("proc/modules-vbox-tainted.txt"))
     assert mods["vboxdrv"] == {"size": 696320, "refcount": 2, "used_by": ["vboxnetadp", "vboxnetflt"],
                                "state": "Live", "taint": "OE"}
     assert mods["overlay"]["taint"] == "" and mods["overlay"]["used_by"] == []

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs
 
@@ -25,11 +26,11 @@ def captured(rel):
 
 
 def test_parse_driver_version_real():
-    assert nvfs.parse_driver_version(captured("proc/driver-nvidia-version-open-580.95.05.txt")) == \
+    assert hostparse.parse_driver_version(captured("proc/driver-nvidia-version-open-580.95.05.txt")) == \
         {"version": "580.95.05", "open": True, "source": "proc"}
-    assert nvfs.parse_driver_version(captured("proc/driver-nvidia-version-proprietary-515.76.txt")) == \
+    assert hostparse.parse_driver_version(captured("proc/driver-nvidia-version-proprietary-515.76.txt")) == \
         {"version": "515.76", "open": False, "source": "proc"}
-    assert nvfs.parse_driver_version("") is None
+    assert hostparse.parse_driver_version("") is None
 
 
 def test_driver_from_modinfo_real():
@@ -129,7 +130,7 @@ def test_preflight_allow_unsupported_os_and_secure_boot_with_mok():
 @pytest.mark.parametrize("raw,state", [
     (b"\x06\x00\x00\x00\x01", True), (b"\x06\x00\x00\x00\x00", False), (None, None), (b"\x06", None)])
 def test_secure_boot_efivar(raw, state):
-    assert nvfs.secure_boot_state(raw) is state
+    assert hostparse.secure_boot_state(raw) is state
 
 
 def test_collect_secure_boot_from_fake_efivars(tmp_path):
@@ -143,7 +144,7 @@ def test_collect_secure_boot_from_fake_efivars(tmp_path):
 
 def test_os_release():
     text = 'PRETTY_NAME="Ubuntu 24.04.1 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\nID_LIKE=debian\n'
-    assert nvfs.parse_os_release(text) == {"id": "ubuntu", "version_id": "24.04", "pretty": "Ubuntu 24.04.1 LTS"}
+    assert hostparse.parse_os_release(text) == {"id": "ubuntu", "version_id": "24.04", "pretty": "Ubuntu 24.04.1 LTS"}
 
 
 def test_driver_from_make_log():

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
@@ -31,18 +32,18 @@ def captured(rel):
     ("dgx-mlnx-ofed-internal-4.7-3.2.9.txt", "OFED-internal", "4.7-3.2.9", "4.7"),
 ])
 def test_parse_ofed_info_real(fixture, distribution, version, release):
-    info = ofed.parse_ofed_info(captured("ofed_info/" + fixture))
+    info = hostparse.parse_ofed_info(captured("ofed_info/" + fixture))
     assert info["distribution"] == distribution and info["version"] == version
     assert ofed.ofed_release(info["version"]) == release
 
 
 @pytest.mark.parametrize("text", ["", "ofed_info: command not found\n", "garbage\n"])
 def test_parse_ofed_info_nothing(text):
-    assert ofed.parse_ofed_info(text) is None
+    assert hostparse.parse_ofed_info(text) is None
 
 
 def _info(name):
-    return ofed.parse_ofed_info(captured("ofed_info/" + name))
+    return hostparse.parse_ofed_info(captured("ofed_info/" + name))
 
 
 def test_detect_doca_from_package_db():
