@@ -22,7 +22,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils import _hostpars
 def parse_nvidia_version(text, taint=None):
     """``/proc/driver/nvidia/version`` -> {version, flavor, banner}.
 
-    The banner is parsed by ``_nvfs.parse_driver_version`` (the nvidia_fs module needs the same
+    The banner is parsed by ``_hostparse.parse_driver_version`` (the nvidia_fs module needs the same
     answer): ``flavor`` is ``open`` for "Open Kernel Module", else ``proprietary``. With no
     banner, ``taint`` (``/sys/module/nvidia/taint``) decides: the proprietary module taints the
     kernel with ``P``, the open one does not.
@@ -374,7 +374,7 @@ DISTRIBUTION_NAMES = {"ubuntu": "Ubuntu", "debian": "Debian", "rhel": "RedHat", 
 
 
 def host_os(os_release):
-    """``_nvfs.parse_os_release`` output -> {id, version_id, major, distribution, pretty}."""
+    """``_hostparse.parse_os_release`` output -> {id, version_id, major, distribution, pretty}."""
     os_id = (os_release or {}).get("id", "")
     version = (os_release or {}).get("version_id", "")
     return {"id": os_id, "version_id": version, "major": version.split(".")[0] if version else "",
