@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import meets
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
 
 from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTION_ONLY, argument_spec
 from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
@@ -90,9 +90,9 @@ class ActionModule(ActionBase):
                 result["warnings"] = list(out.get("warnings") or []) + warnings
             failures += ["preflight: " + f for f in pre_fail]
         failures += stage_failures(stages)
-        if not failures and converged and args["require_mode"] and not meets(gds.get("mode"), args["require_mode"]):
-            failures.append("GDS verdict %s is weaker than the required %s: %s" % (
-                gds.get("mode"), args["require_mode"], gds.get("reason")))
+        unmet = unmet_requirement(gds, args["require_mode"]) if converged and not failures else None
+        if unmet:
+            failures.append(unmet)
         if failures:
             result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
             return result

@@ -18,8 +18,6 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_gather
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
-# the probe is the verify of a converged host; a host about to change is probed after the change
-PROBE_ONLY_WHEN_CONVERGED = True
 
 
 class StageFailed(Exception):
@@ -108,7 +106,8 @@ def plan(module, params, paths, runner):
     if problem:
         raise StageFailed("facts: " + problem)
     probe_asked = facts_params["probe"]
-    facts_params["probe"] = bool(probe_asked and (converged or not PROBE_ONLY_WHEN_CONVERGED))
+    # the probe is the verify of a converged host; a host about to change is probed after the change
+    facts_params["probe"] = bool(probe_asked and converged)
     facts = _gds_gather.gather(facts_params, paths, runner, tmp_root=module.tmpdir)
     facts["probe"]["deferred"] = bool(probe_asked and not facts_params["probe"])
     return {"stages": stages, "converged": converged, "facts": facts}

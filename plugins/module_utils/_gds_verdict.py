@@ -130,6 +130,13 @@ def meets(mode, required):
     return RANK.get(mode, 0) >= RANK[required] and mode in REQUIRABLE
 
 
+def unmet_requirement(facts, required):
+    """The failure message when the verdict in ``facts`` is weaker than ``required``, else None."""
+    if meets(facts.get("mode"), required):
+        return None
+    return "GDS verdict %s is weaker than the required %s: %s" % (facts.get("mode"), required, facts.get("reason"))
+
+
 # cufile.log words that explain a failed step; lines with them are quoted first.
 RELEVANT_WORDS = {
     "cuFileHandleRegister": ("udev", "volume", "mount", "HandleRegister", "file object", "block device", "fs"),

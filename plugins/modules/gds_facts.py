@@ -209,7 +209,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_gather import argument_spec, check_params, gather
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import meets
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
 
@@ -222,11 +222,10 @@ def main():
     facts = gather(module.params, HostPaths(), Runner(module), tmp_root=module.tmpdir)
     required = module.params["require_mode"]
     if required:
-        facts["require_mode"] = {"mode": required, "met": meets(facts["mode"], required)}
-        if not facts["require_mode"]["met"]:
-            module.fail_json(
-                msg="GDS verdict %s is weaker than the required %s: %s" % (facts["mode"], required, facts["reason"]),
-                ansible_facts={"gds": facts})
+        problem = unmet_requirement(facts, required)
+        facts["require_mode"] = {"mode": required, "met": problem is None}
+        if problem:
+            module.fail_json(msg=problem, ansible_facts={"gds": facts})
     module.exit_json(changed=False, ansible_facts={"gds": facts})
 
 

@@ -224,3 +224,10 @@ def test_error_names():
     assert v.cufile_error_name(-5001) == "CU_FILE_DRIVER_NOT_INITIALIZED (5001)"
     assert v.cufile_error_name(5999) == "cuFile error 5999 (not in cufile.h 1.15)"
     assert v.cuda_error_name(35) == "CUDA_ERROR_INSUFFICIENT_DRIVER (35)"
+
+
+def test_unmet_requirement_names_both_modes_and_the_reason():
+    assert v.unmet_requirement({"mode": "gds", "reason": "r"}, "compat") is None
+    assert v.unmet_requirement({"mode": "compat", "reason": "r"}, "") is None
+    assert v.unmet_requirement({"mode": "compat", "reason": "no nvidia_fs"}, "gds") == \
+        "GDS verdict compat is weaker than the required gds: no nvidia_fs"
