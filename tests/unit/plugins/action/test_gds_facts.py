@@ -16,6 +16,7 @@ import pytest
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.action import gds_facts as action
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _gds_results as results
 
 SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                        "fixtures", "cufile", "cuda-13.0-shipped.json")
@@ -37,7 +38,7 @@ def gds(overlay=None, mode="compat"):
 
 def test_shipped_config_is_valid_and_text_dropped():
     facts = gds()
-    action.validate_cufile(facts)
+    results.validate_cufile(facts)
     cufile = facts["cufile"]
     assert cufile["validator"] == "ok" and cufile["valid"] is True and cufile["errors"] == 0
     assert all("text" not in f for f in cufile["files"])
@@ -45,7 +46,7 @@ def test_shipped_config_is_valid_and_text_dropped():
 
 def test_rejected_overlay_is_invalid_and_joins_a_failed_reason():
     facts = gds('{"properties": {"allow_compat_mode": false,}}', mode="failed")
-    action.validate_cufile(facts)
+    results.validate_cufile(facts)
     cufile = facts["cufile"]
     assert cufile["valid"] is False and cufile["errors"] == 1
     finding = cufile["findings"][0]
@@ -56,7 +57,7 @@ def test_rejected_overlay_is_invalid_and_joins_a_failed_reason():
 
 def test_overlay_warning_for_compat_disallowed_without_nvidia_fs():
     facts = gds('{"properties": {"allow_compat_mode": false}}')
-    action.validate_cufile(facts)
+    results.validate_cufile(facts)
     assert facts["cufile"]["valid"] is True and facts["cufile"]["warnings"] == 1
     assert "5001" in facts["cufile"]["findings"][0]["message"]
     assert facts["reasons"] == ["r"]
@@ -64,14 +65,14 @@ def test_overlay_warning_for_compat_disallowed_without_nvidia_fs():
 
 def test_no_config_at_all():
     facts = {"mode": "compat", "cufile": {"files": [{"path": "/etc/cufile.json", "role": "global", "exists": False}]}}
-    action.validate_cufile(facts)
+    results.validate_cufile(facts)
     assert facts["cufile"]["valid"] is True and "built-in defaults" in facts["cufile"]["note"]
 
 
 def test_validator_unavailable_degrades(monkeypatch):
     monkeypatch.setitem(sys.modules, VALIDATOR, None)  # import raises ImportError
     facts = gds()
-    action.validate_cufile(facts)
+    results.validate_cufile(facts)
     assert facts["cufile"]["valid"] is None and facts["cufile"]["findings"] == []
     assert facts["cufile"]["validator"].startswith("validator unavailable: ")
     assert "text" not in facts["cufile"]["files"][0]
@@ -80,7 +81,7 @@ def test_validator_unavailable_degrades(monkeypatch):
 def test_jsonschema_missing_degrades(monkeypatch):
     monkeypatch.setitem(sys.modules, "jsonschema", None)
     facts = gds()
-    action.validate_cufile(facts)
+    results.validate_cufile(facts)
     assert facts["cufile"]["validator"] == ("validator unavailable: the Python library jsonschema is not installed "
                                             "on the controller")
 
@@ -110,13 +111,18 @@ def test_verdict_line_names_mode_io_throughput_versions_and_reason():
              "throughput": {"write_gbps": 12.5, "read_gbps": 13.1, "size_mb": 256},
              "versions": {"nvidia_driver": "580.95.05", "nvidia_kernel_module": "open", "libcufile": "1.15.1",
                           "nvidia_fs": "2.26.6"}}
-    assert action.verdict_line(facts) == (
+    assert results.verdict_line(facts) == (
         "GDS mode gds (verified 256 MiB) write 12.5 GB/s, read 13.1 GB/s; driver 580.95.05 (open kernel module), "
         "libcufile 1.15.1, nvidia_fs 2.26.6: nvidia-fs Writes counter moved")
 
 
-def test_warm_leaves_a_validator_ready(monkeypatch):
+def test_warm_loads_jsonschema_and_the_schema_and_never_raises(monkeypatch):
+    from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_schema as schema
     from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_validate as validate
-    validate.warm()  # idempotent, never raises
-    monkeypatch.setattr(validate, "lint_text", mock.Mock(side_effect=RuntimeError("no jsonschema")))
-    validate.warm()  # a broken validator is reported by the real call, not at import
+    monkeypatch.setattr(schema, "_CACHE", {})
+    monkeypatch.delitem(sys.modules, "jsonschema", raising=False)
+    assert validate.warm() is None
+    assert "jsonschema" in sys.modules and len(schema._CACHE) == 1  # what the forked workers inherit
+    broken = mock.Mock(side_effect=RuntimeError("no jsonschema"))
+    monkeypatch.setattr(validate, "lint_text", broken)
+    assert validate.warm() is None and broken.call_count == 1  # reported by the real call, not at import

@@ -49,7 +49,7 @@ def test_fresh_host_is_planned_like_the_stage_modules_in_check_mode_and_nothing_
     assert gds["probe"]["ran"] is False and gds["probe"]["deferred"] is True  # probed after the rollout
 
 
-def test_converged_host_is_probed_in_the_same_call(host):
+def test_converged_host_gets_the_verify_probe_in_the_same_call(host):
     for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
         assert not host.run(main, args).get("failed")
     res = plan(host)
