@@ -82,13 +82,11 @@ class ActionModule(ActionBase):
         validate_cufile(gds)
         converged = bool(out.get("converged")) and not stage_failures(stages)
         result.update(changed=False, stages=stages, converged=converged, ansible_facts=out["ansible_facts"])
+        if out.get("warnings"):
+            result["warnings"] = list(out["warnings"])
         failures = []
         if policy is not None:
-            pre_fail, warnings = _preflight.checks(gds, policy)
-            result["preflight"] = {"failures": pre_fail, "warnings": warnings}
-            if warnings:
-                result["warnings"] = list(out.get("warnings") or []) + warnings
-            failures += ["preflight: " + f for f in pre_fail]
+            failures += ["preflight: " + f for f in _preflight.record(result, gds, policy)]
         failures += stage_failures(stages)
         unmet = unmet_requirement(gds, args["require_mode"]) if converged and not failures else None
         if unmet:

@@ -33,10 +33,7 @@ class ActionModule(ActionBase):
             result["msg"] = "gds_facts failed, nothing was checked: %s" % result.get("msg", "no gds facts returned")
             return result
         validate_cufile(gds)
-        failures, warnings = _preflight.checks(gds, args)
-        result["preflight"] = {"failures": failures, "warnings": warnings}
-        if warnings:
-            result["warnings"] = list(result.get("warnings") or []) + warnings
+        failures = _preflight.record(result, gds, args)
         if failures:
             result.update(failed=True, msg="preflight failed, nothing was changed: " + "; ".join(failures))
         else:

@@ -60,6 +60,16 @@ def checks(gds, policy):
     return failures, warnings
 
 
+def record(result, gds, policy):
+    """Run the checks into ``result``: ``preflight`` {failures, warnings}, the warnings added to
+    the task's; returns the failures."""
+    failures, warnings = checks(gds, policy)
+    result["preflight"] = {"failures": failures, "warnings": warnings}
+    if warnings:
+        result["warnings"] = list(result.get("warnings") or []) + warnings
+    return failures
+
+
 def summary(gds):
     """What the rollout starts from, in one line."""
     host = gds.get("host") or {}

@@ -104,3 +104,12 @@ def test_a_failed_module_call_is_the_result():
 def test_bad_options_are_refused_before_the_host_is_touched(args, needle):
     with pytest.raises(AnsibleActionFail, match=needle):
         run_action(args)
+
+
+def test_module_warnings_are_kept_beside_the_preflight_warnings():
+    out = module_result(gds=facts(secure_boot="enabled"))
+    out["warnings"] = ["nvidia-fs versions of the new repository are unknown in check mode"]
+    result, _execute = run_action({}, out)
+    assert result["warnings"] == out["warnings"]
+    result, _execute = run_action({"preflight": {}}, out)
+    assert result["warnings"][0] == out["warnings"][0] and result["warnings"][1].startswith("Secure Boot is enabled")

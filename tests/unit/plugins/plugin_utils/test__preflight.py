@@ -93,3 +93,10 @@ def test_summary_of_a_probed_host_says_so():
     assert "GDS now (verified) gds: " in _preflight.summary(facts(verified=True, mode="gds"))
     assert "GDS now (probed) failed: " in _preflight.summary(facts(probe={"ran": True}, mode="failed"))
     assert _preflight.summary({}).startswith("- - -, kernel -, driver none")
+
+
+def test_record_puts_the_checks_in_the_result_and_adds_warnings():
+    result = {"warnings": ["from the module"]}
+    failures = _preflight.record(result, facts(secure_boot="enabled", host__architecture="ppc64le"), POLICY)
+    assert failures == result["preflight"]["failures"] and len(failures) == 1
+    assert result["warnings"][0] == "from the module" and result["warnings"][1].startswith("Secure Boot is enabled")
