@@ -60,24 +60,23 @@ class ActionModule(ActionBase):
         if module_args.get("nvidia_fs"):
             module_args["nvidia_fs"] = dict((k, v) for k, v in module_args["nvidia_fs"].items()
                                             if k != "mok_key_passphrase")  # planning never signs
-        cufile = None
-        if module_args.get("cufile") is not None:
-            cufile_args, src_text, version, problem = prepare(dict(module_args["cufile"]), self._find_needle)
+        cufile, src_text, version = args["cufile"], None, None
+        if cufile is not None:
+            module_args["cufile"], src_text, version, problem = prepare(dict(cufile), self._find_needle)
             if problem:
                 return dict(result, failed=True, msg="cufile: " + problem["msg"], findings=problem.get("findings", []))
-            module_args["cufile"] = cufile_args
-            cufile = (dict(args["cufile"]), src_text, version)
         out = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         if out.get("failed"):
             return dict(result, **dict((k, v) for k, v in out.items() if k != "invocation"))
         stages = dict((name, dict((k, v) for k, v in s.items() if k in STAGE_KEYS))
                       for name, s in (out.get("stages") or {}).items())
-        if cufile and "cufile" in stages and not stages["cufile"]["failed"] and cufile[0].get("state", "present") == "present":
-            lint = lint_plan(out["stages"]["cufile"], cufile[0], cufile[1], cufile[2])
-            stages["cufile"]["findings"] = [f.as_dict() for f in lint.findings]
+        planned = stages.get("cufile") if cufile is not None else None
+        if planned and not planned["failed"] and (cufile.get("state") or "present") == "present":
+            # what cufile_config's action does after its plan phase: validate before anything is written
+            lint = lint_plan(out["stages"]["cufile"], cufile, src_text, version)
+            planned["findings"] = [f.as_dict() for f in lint.findings]
             if not lint.ok:
-                stages["cufile"].update(failed=True, changed=False,
-                                        msg=summarize(lint.findings, cufile[0].get("path") or "/etc/cufile.json"))
+                planned.update(failed=True, changed=False, msg=summarize(lint.findings, cufile.get("path") or "/etc/cufile.json"))
         gds = out["ansible_facts"]["gds"]
         validate_cufile(gds)
         converged = bool(out.get("converged")) and not stage_failures(stages)
