@@ -48,6 +48,7 @@ EXTRA_KEYS = (
 )
 # Section-level probes: JSON kinds that are not an object (jsoncpp aborts on member access).
 UNKNOWN_MEMBER = "zz_sweep_unknown"
+GBB = "properties.gpu_bounce_buffer_slab_config"
 EXISTING_DIR = "/tmp"                    # exists on the GPU host and in CI
 MISSING_PATH = "/nonexistent-cufile-sweep"
 KIND_VALUES = (("bool", True), ("int", 1), ("string", "x"), ("array", []), ("object", {}))
@@ -141,13 +142,15 @@ class Builder(object):
         self.cases = []
         self.ids = set()
 
-    def add(self, tier, group, key, probe, value=None, text=None):
+    def add(self, tier, group, key, probe, value=None, text=None, document=None):
+        """One case: ``value`` at ``key``, or a whole ``document`` (kind still that of ``value``),
+        or a raw ``text`` (kind "raw")."""
         case_id = "%s:%s" % (key or group, probe)
         if case_id in self.ids:
             return
         self.ids.add(case_id)
         if text is None:
-            text = json.dumps(nest(key, value) if key else value, sort_keys=True)
+            text = json.dumps(document if document is not None else nest(key, value) if key else value, sort_keys=True)
             kind = kind_of(value)
         else:
             kind = "raw"
@@ -180,9 +183,17 @@ def key_cases(b, path, node):
     if node is None or not node.get("type"):  # type unknown: one probe per JSON kind, all in tier 0/1
         for i, (kind, value) in enumerate(KIND_VALUES):
             b.add(0 if i < 3 else 1, "key", path, "kind-" + kind, value)
+        for probe, value in (("zero", 0), ("negative", -1), ("2^32", 2 ** 32)):  # integer semantics, if any
+            b.add(2, "range", path, probe, value)
         return
     b.add(0, "key", path, "wrong-type", wrong_value(node))
-    b.add(0, "key", path, "valid", valid_value(path, node))
+    valid = valid_value(path, node)
+    parent, _, leaf = path.rpartition(".")
+    if parent == GBB:  # the two slab arrays are read together: a valid value needs both
+        both = dict((k, valid_value(parent + "." + k, {})) for k in ("slab_size_kb", "slab_count"))
+        b.add(0, "key", path, "valid", valid, document=nest(parent, both))
+    else:
+        b.add(0, "key", path, "valid", valid)
     kind = node["type"]
     lenient = {"boolean": (("int", 1), ("string", "true")), "integer": (("bool", True), ("float", 1.5), ("array", [])),
                "string": (("bool", True), ("array", [])), "array": (("int", 1), ("object", {})),

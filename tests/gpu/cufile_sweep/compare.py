@@ -172,7 +172,7 @@ def derive(results, cases, strings, summary=None):
         if measured(result) == "load_fails":
             code = str(result["err"])
             info["load_fail_codes"][code] = info["load_fail_codes"].get(code, 0) + 1
-        group = case.get("group")
+        group = "key" if case.get("group") == "range" else case.get("group")  # range probes belong to their key
         if group in grouped:
             grouped[group].setdefault(case["key"], {}).setdefault(result["release"], {})[case["probe"]] = result
         else:
