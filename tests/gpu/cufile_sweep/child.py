@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """One sweep case: load LIB with ctypes, cuFileGetVersion, cuFileDriverOpen, cuFileDriverClose.
@@ -8,6 +8,8 @@ Prints marker lines '@@sweep {json}' on stdout between libcufile's own output: v
 cuFileDriverOpen status (err, cu_err). C stdout is made unbuffered first, so libcufile's
 'error reading config ...' lines survive an abort() and stay in order with the markers.
 """
+
+from __future__ import annotations
 
 import ctypes
 import json
