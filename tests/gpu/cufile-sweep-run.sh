@@ -7,7 +7,7 @@
 # parallel over the cores (tier 0 of every release first) and stops starting cases after
 # SWEEP_DEADLINE seconds so the whole call ends inside the device limit.
 # $OUT gets: results.jsonl.gz, summary.json, cases.jsonl, manifest.json, host.txt, run.log.
-# Knobs (environment): SWEEP_DEADLINE (s, default 420), SWEEP_TIMEOUT (per case, default 60),
+# Knobs (environment): SWEEP_DEADLINE (s, default 420), SWEEP_TIMEOUT (per case, default 30),
 # SWEEP_JOBS (default: cores), SWEEP_RELEASES (e.g. 1.15,1.20), SWEEP_PYTHON (default
 # /usr/bin/python3, else python3), SWEEP_LIBS (use these unzipped libraries instead of the wheels).
 set -uo pipefail
@@ -55,7 +55,7 @@ echo "== sweep"
 RELEASE_ARGS=()
 [ -n "${SWEEP_RELEASES:-}" ] && RELEASE_ARGS=(--releases "$SWEEP_RELEASES")
 "$PY" tests/gpu/cufile_sweep/run.py --libs "$LIBS" --cases "$OUT/cases.jsonl" --out "$OUT" \
-  --jobs "${SWEEP_JOBS:-$(nproc)}" --timeout "${SWEEP_TIMEOUT:-60}" --deadline "${SWEEP_DEADLINE:-420}" \
+  --jobs "${SWEEP_JOBS:-$(nproc)}" --timeout "${SWEEP_TIMEOUT:-30}" --deadline "${SWEEP_DEADLINE:-420}" \
   --python "$PY" "${RELEASE_ARGS[@]}"
 rc=$?
 gzip -f "$OUT/results.jsonl"
