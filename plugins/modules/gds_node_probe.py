@@ -198,6 +198,7 @@ def main():
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=main_mod.IMPORT_ERROR)
     failure, result = main_mod.run(module.params, module.check_mode)
     if failure:
+        result.pop("msg", None)  # the verdict line; the failure message says more
         module.fail_json(msg=failure, **result)
     module.exit_json(**result)
 
