@@ -182,6 +182,12 @@ cleaned_leftovers:
   returned: always
   type: list
   elements: str
+problem:
+  description:
+    - The failure message when a node could not be probed or is below O(require_mode) (the module then fails with it),
+      else null. Lets a caller that ignores the failure tell it from other errors.
+  returned: always
+  type: str
 run_id:
   description: The run label value of this run's pods and ConfigMap.
   returned: success
@@ -197,6 +203,7 @@ def main():
     if not main_mod.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=main_mod.IMPORT_ERROR)
     failure, result = main_mod.run(module.params, module.check_mode)
+    result["problem"] = failure
     if failure:
         result.pop("msg", None)  # the verdict line; the failure message says more
         module.fail_json(msg=failure, **result)

@@ -258,3 +258,44 @@ def test_rerun_cleans_leftovers_and_interrupt_leaves_nothing(cluster_factory):
     _out, err = proc.communicate(timeout=60)
     assert "interrupted by signal 15" in err
     assert cluster.left_behind() == []
+
+
+@pytest.fixture(scope="session")
+def helm_bins():
+    res = subprocess.run([sys.executable, os.path.join(FIXTURES, "helm", "fetch-helm.py")], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=600, check=False)
+    assert res.returncode == 0, res.stdout[-3000:]
+    return dict(line.split() for line in res.stdout.strip().splitlines() if line.split()[0] in HELM_VERSIONS)
+
+
+@pytest.mark.parametrize("helm_version", HELM_VERSIONS)
+def test_k8s_playbook_operator_probe_report(tmp_path, standin_libs, helm_bins, helm_version):
+    """playbooks/k8s.yml: gpu_operator (real helm) -> gds_node_probe -> fleet report; a node whose probe
+    pod is OOMKilled is in the report with the reason, and the run fails after the report."""
+    from k8s_emulator import demo_k8s
+    emu, probe_dir = demo_k8s.start_cluster(str(tmp_path), 2, {"oom_nodes": ["gpu-02"]})
+    leftovers = None
+    try:
+        res = demo_k8s.run_playbook(emu, probe_dir, helm_bins[helm_version], str(tmp_path), str(tmp_path / "reports"))
+        from kubernetes import client, config
+        core = client.CoreV1Api(config.new_client_from_config(config_file=emu.kubeconfig, persist_config=False))
+        leftovers = [p["metadata"]["name"] for kind in (core.list_pod_for_all_namespaces,
+                                                        core.list_config_map_for_all_namespaces)
+                     for p in json.loads(kind(label_selector=MANAGED, _preload_content=False).data)["items"]]
+        labels = json.loads(core.read_node("gpu-01", _preload_content=False).data)["metadata"]["labels"]
+    finally:
+        emu.stop()
+    assert res.returncode != 0, res.stdout[-4000:]
+    assert "Install or upgrade the GPU Operator" in res.stdout and "Fail naming the nodes" in res.stdout
+    assert "gpu-02: probe pod" in res.stdout and "OOMKilled" in res.stdout
+    with open(str(tmp_path / "reports" / "gds-fleet.json")) as handle:
+        report = json.load(handle)
+    by_host = dict((r["host"], r) for r in report["hosts"])
+    assert sorted(by_host) == ["gpu-01", "gpu-02"]
+    assert by_host["gpu-01"]["source"] == "kubernetes" and by_host["gpu-01"]["mode"] == "compat"
+    assert by_host["gpu-01"]["status"] == "ok" and by_host["gpu-01"]["pod"].startswith("gds-probe-gpu-01-")
+    assert by_host["gpu-02"]["status"] == "failed" and "OOMKilled" in by_host["gpu-02"]["reason"]
+    assert labels["gpudirect.storage/gds-mode"] == "compat"
+    with open(str(tmp_path / "reports" / "gds-fleet.md")) as handle:
+        assert "| gpu-01 | kubernetes | ok | compat |" in handle.read()
+    assert leftovers == []
