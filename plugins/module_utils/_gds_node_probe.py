@@ -46,6 +46,7 @@ SHELL = ('command -v python3 >/dev/null 2>&1 || { echo "%s image python3 not fou
 # directory, run gather() with a subprocess-backed stand-in of AnsibleModule, print the facts.
 ENTRY = r'''
 import json, os, shutil, subprocess, sys, tempfile
+sys.dont_write_bytecode = True  # the package lives for one run
 HERE = os.path.dirname(os.path.abspath(__file__))
 MARK, PACKAGE = %(mark)r, %(package)r
 root = tempfile.mkdtemp(prefix="gds_node_probe_")

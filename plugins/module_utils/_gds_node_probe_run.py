@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 import traceback
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 try:
     from kubernetes import client as k8s_client
@@ -30,6 +32,7 @@ except ImportError:  # the module reports missing_required_lib
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe as np
 
 POLL = 0.5
+API_THREADS = 16  # concurrent API calls (pod creates, log reads, deletes): 1000 nodes are not 3000 round trips in a row
 MANAGED = "%s=%s" % np.MANAGED_BY
 
 
@@ -113,6 +116,8 @@ class NodeProbe(object):
         self.run_id = uuid.uuid4().hex[:8]
         self.created = {"pods": [], "configmaps": []}
         self.deleted = {"pods": 0, "configmaps": 0}
+        self.gone = set()
+        self.lock = threading.Lock()
 
     def cleanup_leftovers(self):
         """Delete pods and ConfigMaps of earlier runs that are past their deadline (or carry none)."""
@@ -160,27 +165,39 @@ class NodeProbe(object):
         started = {}
         pending = list(todo)
         running = {}
-        while pending or running:
-            while pending and len(running) < self.params["parallel"]:
-                name = pending.pop(0)
-                body = np.pod_spec(name, self.run_id, self.params, cm_name, cm["metadata"]["uid"], expires)
-                self.api.create_pod(self.ns, body)
-                pod = body["metadata"]["name"]
-                self.created["pods"].append(pod)
-                started[pod] = self.clock()
-                running[pod] = name
-            self.sleep(POLL)
-            by_name = dict((p["metadata"]["name"], p) for p in self.api.pods(self.ns, "%s=%s" % (np.RUN_LABEL, self.run_id)))
-            for pod, node in list(running.items()):
-                result = self._check(pod, node, by_name.get(pod), self.clock() - started[pod])
-                if result is not None:
-                    results[node] = result
-                    del running[pod]
-                    if self.api.delete_pod(self.ns, pod):
-                        self.deleted["pods"] += 1
+        with ThreadPoolExecutor(max_workers=min(API_THREADS, self.params["parallel"])) as pool:
+            while pending or running:
+                batch = []
+                while pending and len(running) + len(batch) < self.params["parallel"]:
+                    batch.append(np.pod_spec(pending.pop(0), self.run_id, self.params, cm_name, cm["metadata"]["uid"],
+                                             expires))
+                for body in batch:  # recorded first: a create that fails half-way is still cleaned up
+                    self.created["pods"].append(body["metadata"]["name"])
+                list(pool.map(lambda body: self.api.create_pod(self.ns, body), batch))
+                for body in batch:
+                    started[body["metadata"]["name"]] = self.clock()
+                    running[body["metadata"]["name"]] = body["metadata"]["annotations"][np.NODE_ANNOTATION]
+                self.sleep(POLL)
+                selector = "%s=%s" % (np.RUN_LABEL, self.run_id)
+                by_name = dict((p["metadata"]["name"], p) for p in self.api.pods(self.ns, selector))
+                due = [(pod, node, by_name.get(pod), self.clock() - started[pod]) for pod, node in running.items()]
+                for (pod, node, _o, _a), result in zip(due, pool.map(lambda args: self._check(*args), due)):
+                    if result is not None:
+                        results[node] = result
+                        del running[pod]
         return results
 
     def _check(self, pod, node, obj, age):
+        """The node's result once its pod is done (the log read, the pod deleted), else None."""
+        result = self._result(pod, node, obj, age)
+        if result is not None and obj is not None:
+            deleted = self.api.delete_pod(self.ns, pod)
+            with self.lock:
+                self.deleted["pods"] += 1 if deleted else 0
+                self.gone.add(pod)
+        return result
+
+    def _result(self, pod, node, obj, age):
         if obj is None:
             return np.failed_node(node, "pod_gone", "the probe pod disappeared before it finished", pod)
         state, failure = np.classify(obj, age, self.params["schedule_timeout"])
@@ -202,7 +219,7 @@ class NodeProbe(object):
         return np.failed_node(node, kind, message + ("; log tail: " + tail if tail and kind != "image_pull" else ""), pod)
 
     def _delete_all(self):
-        for pod in self.created["pods"]:
+        for pod in [p for p in self.created["pods"] if p not in self.gone]:
             try:
                 if self.api.delete_pod(self.ns, pod):
                     self.deleted["pods"] += 1
