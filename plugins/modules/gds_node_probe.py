@@ -12,8 +12,8 @@ version_added: 0.1.0
 description:
   - Runs where C(kubectl)/C(helm) run (the controller or a kube admin host) and, for every node matching
     O(node_selector), runs a short-lived probe pod pinned to that node. The pod runs the collection's own
-    gds_facts code (collectors, the cuFile write/read/verify probe and the verdict) from a ConfigMap: no image to
-    build. Each node gets the verdict C(gds_facts) gives a host - C(gds), C(p2pdma), C(compat), C(unavailable) or
+    gds_facts code (collectors, the cuFile write/read/verify probe and the verdict) from a ConfigMap, so there is no
+    image to build. Each node gets the verdict C(gds_facts) gives a host - C(gds), C(p2pdma), C(compat), C(unavailable) or
     C(failed) with the reason, verified bytes, write/read GB/s and the nvidia-fs counter delta when available.
   - The pod is a GDS workload - one O(gpu_resource) (or O(runtime_class) with every GPU visible), C(NVIDIA_GDS=enabled)
     so the NVIDIA container toolkit injects C(/dev/nvidia-fs*), the probe directories as hostPath, C(/run/udev)
