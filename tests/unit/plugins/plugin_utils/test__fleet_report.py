@@ -397,3 +397,14 @@ def test_k8s_nodes_sit_next_to_ssh_hosts_with_their_source():
     assert "Insufficient nvidia.com/gpu" in failed["reason"]
     md = fr.render_markdown(fr.build_report(records))
     assert "| gpu-b | kubernetes | failed | failed |" in md and "| gpu-a | ssh | ok | compat |" in md
+
+
+def test_html_shows_the_source_and_probe_pod():
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_html as frh
+    node = {"name": "gpu-a", "mode": "compat", "reason": "r", "pod": "gds-probe-gpu-a-1", "failure": None,
+            "source": "kubernetes"}
+    page = frh.render_html(fr.build_report(fr.build_records(["ssh-1"], {"ssh-1": CAPTURED_COMPAT_FACTS},
+                                                            k8s_nodes=[node])))
+    assert '<th data-key="source"' in page
+    assert 'data-key="source" data-v="kubernetes"' in page and "gds-probe-gpu-a-1" in page
+    assert 'data-key="source" data-v="ssh"' in page
