@@ -74,7 +74,7 @@ env = dict((k, os.environ[k]) for k in ("LD_LIBRARY_PATH", "GPUDIRECT_HOST_ROOT"
 print(json.dumps({"node_env": {"*": env}}))')
 echo "kubelet settings: $KUBELET"
 EMULATOR_KUBELET=$KUBELET PYTHONPATH=$REPO/tests/fixtures:$PYTHONPATH "$PY" -m k8s_emulator --workdir "$W/emu" \
-  --nodes "$NODE:ubuntu:24.04:gpu" > "$W/logs/emulator.log" 2>&1 &
+  --nodes "$NODE:ubuntu:24.04:gpu:labelled" > "$W/logs/emulator.log" 2>&1 &
 EMU=$!
 trap 'kill $EMU 2>/dev/null; wait $EMU 2>/dev/null' EXIT
 for _ in $(seq 1 200); do [ -s "$W/emu/ready" ] && break; kill -0 $EMU 2>/dev/null || break; sleep 0.1; done

@@ -27,7 +27,9 @@ COLLECTIONS = os.path.join(ROOT, "build", "collections")
 CHART = os.path.join(FIXTURES, "charts", "gpu-operator-test")
 HELM_VERSIONS = ("3.19.0", "4.1.4")
 MANAGED = "app.kubernetes.io/managed-by=gpudirect.storage.gds_node_probe"
-FIVE_NODES = ",".join("gpu-%s:ubuntu:22.04:gpu" % c for c in "abcde") + ",cpu-0:debian:12"
+# ":labelled": the node carries nvidia.com/gpu.present from the start (no GPU Operator runs in these tests)
+TWO_NODES = "gpu-a:ubuntu:22.04:gpu:labelled,gpu-b:ubuntu:24.04:gpu:labelled,cpu-0:debian:12"
+SIX_NODES = ",".join("gpu-%s:ubuntu:22.04:gpu:labelled" % c for c in "abcdef") + ",cpu-0:debian:12"
 
 sys.path.insert(0, FIXTURES)
 sys.path.insert(0, COLLECTIONS)
@@ -58,7 +60,7 @@ class Cluster(object):
                                        "GPUDIRECT_PROC_ROOT": proc}}}
         settings.update(kubelet or {})
         self.settings = settings
-        self.emu = Emulator(os.path.join(self.tmp, "emulator"), nodes=nodes,
+        self.emu = Emulator(os.path.join(self.tmp, "emulator"), nodes=nodes or TWO_NODES,
                             env={"EMULATOR_KUBELET": json.dumps(settings)})
         self.env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                         ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=os.path.join(self.tmp, "ansible-local"),
@@ -187,14 +189,18 @@ def test_check_mode_creates_nothing(cluster_factory):
 
 
 def test_every_failure_kind_named_per_node(cluster_factory):
-    cluster = cluster_factory(FIVE_NODES, {
+    cluster = cluster_factory(SIX_NODES, {
         "no_free_gpus": ["gpu-b"], "oom_nodes": ["gpu-c"], "not_ready_nodes": ["gpu-d"],
         "crash_nodes": {"gpu-e": [1, "Fatal Python error: init_fs_encoding: failed to get the Python codec"]}})
+    cluster.core().patch_node("gpu-f", {"spec": {"taints": [{"key": "example.com/maintenance", "value": "true",
+                                                              "effect": "NoSchedule"}]}}, _preload_content=False)
     rc, res, out = cluster.probe()
     assert rc != 0 and res["failed"] is True
     assert _node(res, "gpu-a")["mode"] == "compat" and _node(res, "gpu-a")["failure"] is None
     expected = {
-        "gpu-b": ("unschedulable", "Unschedulable: 0/6 nodes are available: 1 Insufficient nvidia.com/gpu."),
+        "gpu-b": ("unschedulable", "Unschedulable: 0/7 nodes are available: 1 Insufficient nvidia.com/gpu."),
+        "gpu-f": ("unschedulable", "0/7 nodes are available: 1 node(s) had untolerated taint "
+                                   "{example.com/maintenance: true}."),
         "gpu-c": ("oom_killed", "OOMKilled (exit code 137, memory limit 2Gi)"),
         "gpu-d": ("node_not_ready", "node NotReady (Ready=False"),
         "gpu-e": ("exited", "container exited with code 1 (Error); log tail: Fatal Python error: init_fs_encoding"),
@@ -204,7 +210,7 @@ def test_every_failure_kind_named_per_node(cluster_factory):
         assert node["mode"] == "failed" and node["failure"]["kind"] == kind, node
         assert text in node["reason"], node["reason"]
         assert "%s: " % name in res["msg"] and text in res["msg"]
-    assert res["summary"]["probe_failed"] == ["gpu-b", "gpu-c", "gpu-d", "gpu-e"]
+    assert res["summary"]["probe_failed"] == ["gpu-b", "gpu-c", "gpu-d", "gpu-e", "gpu-f"]
     assert _node(res, "gpu-d")["pod"] is None  # no pod for a NotReady node
 
 
