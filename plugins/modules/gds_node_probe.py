@@ -198,8 +198,12 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe_run as main_mod
 
 
+def argument_spec():
+    return main_mod.argument_spec()
+
+
 def main():
-    module = AnsibleModule(argument_spec=main_mod.argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if not main_mod.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=main_mod.IMPORT_ERROR)
     failure, result = main_mod.run(module.params, module.check_mode)
