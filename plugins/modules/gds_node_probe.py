@@ -182,6 +182,11 @@ cleaned_leftovers:
   returned: always
   type: list
   elements: str
+deleted:
+  description: How many pods and ConfigMaps of this run were deleted (all it created).
+  returned: when pods were created
+  type: dict
+  sample: {pods: 8, configmaps: 1}
 problem:
   description:
     - The failure message when a node could not be probed or is below O(require_mode) (the module then fails with it),
