@@ -260,6 +260,9 @@ def classify(pod, age, schedule_timeout):
             waiting["reason"], ctr.get("restartCount", 0),
             ", last exit code %s" % last["exitCode"] if last.get("exitCode") is not None else "",
             waiting.get("message") or last.get("message") or ""))
+    if status.get("reason") == "DeadlineExceeded":  # the kubelet killed it: say so, not "exit code 137"
+        return "failed", ("deadline", "activeDeadlineSeconds=%s exceeded: %s" % (
+            (pod.get("spec") or {}).get("activeDeadlineSeconds"), status.get("message") or "the pod ran too long"))
     if term:
         if term.get("exitCode") == 0:
             return "done", None

@@ -92,6 +92,12 @@ def _pod(state=None, phase="Running", conditions=None, limits=None):
                               "message": "0/3 nodes are available: 1 Insufficient nvidia.com/gpu."}]), 60,
      ("failed", ("unschedulable", "Pending for 60s: Unschedulable: 0/3 nodes are available: 1 Insufficient nvidia.com/gpu."))),
     (_pod(None, "Failed"), 1, ("failed", ("pod_failed", "pod Failed:  "))),
+    (dict(_pod({"state": {"terminated": {"exitCode": 137, "reason": "Error"}}}, "Failed"),
+          spec={"activeDeadlineSeconds": 300, "containers": [{}]},
+          status={"phase": "Failed", "reason": "DeadlineExceeded", "message": "Pod was active on the node longer "
+                  "than the specified deadline", "containerStatuses": [{"state": {"terminated": {"exitCode": 137}}}]}),
+     301, ("failed", ("deadline", "activeDeadlineSeconds=300 exceeded: Pod was active on the node longer than the "
+                                  "specified deadline"))),
 ])
 def test_classify_names_the_reason_from_the_pod(pod, age, want):
     assert np.classify(pod, age, 60) == want
