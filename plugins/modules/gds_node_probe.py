@@ -147,6 +147,11 @@ options:
         C(changed)) only when one of these labels changes.
     type: bool
     default: false
+seealso:
+  - module: gpudirect.storage.gds_facts
+  - module: gpudirect.storage.gpu_operator
+author:
+  - gpudirect.storage maintainers (@gpudirect)
 """
 
 EXAMPLES = r"""

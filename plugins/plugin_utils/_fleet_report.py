@@ -234,8 +234,8 @@ def k8s_record(node):
     failure = node.get("failure") or None
     journal = None
     if failure:
-        journal = {"status": "failed", "failure": {"kind": "failed", "task": "gds_node_probe pod",
-                                                    "msg": _text(failure.get("message"))}}
+        entry = {"kind": "failed", "task": "gds_node_probe pod", "msg": _text(failure.get("message"))}
+        journal = {"status": "failed", "failure": entry}
         journal["failures"] = [dict(journal["failure"])]
     rec = build_record(node.get("name") or "?", node if node.get("mode") and not failure else None, journal)
     if failure:

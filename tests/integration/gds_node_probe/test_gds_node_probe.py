@@ -74,8 +74,8 @@ class Cluster(object):
     def core(self):
         if self._core is None:
             from kubernetes import client, config
-            self._core = client.CoreV1Api(config.new_client_from_config(config_file=self.emu.kubeconfig,
-                                                                          persist_config=False))
+            api_client = config.new_client_from_config(config_file=self.emu.kubeconfig, persist_config=False)
+            self._core = client.CoreV1Api(api_client)
         return self._core
 
     def left_behind(self, namespace=None):
@@ -192,8 +192,8 @@ def test_every_failure_kind_named_per_node(cluster_factory):
     cluster = cluster_factory(SIX_NODES, {
         "no_free_gpus": ["gpu-b"], "oom_nodes": ["gpu-c"], "not_ready_nodes": ["gpu-d"],
         "crash_nodes": {"gpu-e": [1, "Fatal Python error: init_fs_encoding: failed to get the Python codec"]}})
-    cluster.core().patch_node("gpu-f", {"spec": {"taints": [{"key": "example.com/maintenance", "value": "true",
-                                                              "effect": "NoSchedule"}]}}, _preload_content=False)
+    taint = {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+    cluster.core().patch_node("gpu-f", {"spec": {"taints": [taint]}}, _preload_content=False)
     rc, res, out = cluster.probe()
     assert rc != 0 and res["failed"] is True
     assert _node(res, "gpu-a")["mode"] == "compat" and _node(res, "gpu-a")["failure"] is None
@@ -234,8 +234,8 @@ def test_image_problems_fail_clearly(cluster_factory, switch, needle):
 def test_rerun_cleans_leftovers_and_interrupt_leaves_nothing(cluster_factory):
     cluster = cluster_factory()
     core = cluster.core()
-    meta = {"name": "gds-node-probe-old", "labels": {"app.kubernetes.io/managed-by": "gpudirect.storage.gds_node_probe",
-                                                      "gpudirect.storage/node-probe-run": "old"}}
+    labels = {"app.kubernetes.io/managed-by": "gpudirect.storage.gds_node_probe", "gpudirect.storage/node-probe-run": "old"}
+    meta = {"name": "gds-node-probe-old", "labels": labels}
     core.create_namespaced_config_map("default", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
                                                   "data": {"x": "y"}}, _preload_content=False)
     core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod", "metadata": dict(

@@ -74,6 +74,10 @@ def _pod(state=None, phase="Running", conditions=None, limits=None):
             "status": status}
 
 
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/3 nodes are available: 1 Insufficient nvidia.com/gpu."}
+
+
 @pytest.mark.parametrize("pod,age,want", [
     (_pod({"state": {"running": {}}}), 5, ("wait", None)),
     (_pod({"state": {"terminated": {"exitCode": 0}}}, "Succeeded"), 5, ("done", None)),
@@ -86,10 +90,8 @@ def _pod(state=None, phase="Running", conditions=None, limits=None):
     (_pod({"restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}},
            "lastState": {"terminated": {"exitCode": 1}}}), 1,
      ("failed", ("crashed", "CrashLoopBackOff (restarts 3), last exit code 1: back-off"))),
-    (_pod(None, "Pending", [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                              "message": "0/3 nodes are available: 1 Insufficient nvidia.com/gpu."}]), 1, ("wait", None)),
-    (_pod(None, "Pending", [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                              "message": "0/3 nodes are available: 1 Insufficient nvidia.com/gpu."}]), 60,
+    (_pod(None, "Pending", [UNSCHEDULABLE]), 1, ("wait", None)),
+    (_pod(None, "Pending", [UNSCHEDULABLE]), 60,
      ("failed", ("unschedulable", "Pending for 60s: Unschedulable: 0/3 nodes are available: 1 Insufficient nvidia.com/gpu."))),
     (_pod(None, "Failed"), 1, ("failed", ("pod_failed", "pod Failed:  "))),
     (dict(_pod({"state": {"terminated": {"exitCode": 137, "reason": "Error"}}}, "Failed"),

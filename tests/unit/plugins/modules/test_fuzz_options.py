@@ -374,8 +374,8 @@ def test_fuzz_gds_node_probe_options(record_property):
     from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe_run as run_mod
     base = {"probe_path": ["/data"]}
     semantic = [
-        st.one_of(st.integers(max_value=0), st.integers(min_value=1001)).map(lambda v: (put(base, ("parallel",), v),
-                                                                                          "parallel")),
+        st.one_of(st.integers(max_value=0), st.integers(min_value=1001))
+        .map(lambda v: (put(base, ("parallel",), v), "parallel")),
         st.integers(min_value=30, max_value=60).map(lambda v: (put(base, ("pod_timeout",), v), "pod_timeout")),
         st.just((put(base, ("probe_path",), ["relative/dir"]), "probe_path")),
         st.just((put(base, ("image",), ""), "image")),

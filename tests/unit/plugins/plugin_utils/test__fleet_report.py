@@ -387,8 +387,8 @@ def test_k8s_nodes_sit_next_to_ssh_hosts_with_their_source():
                "failure": {"kind": "unschedulable", "message": "Pending for 60s: Unschedulable: 0/3 nodes are "
                                                                "available: 1 Insufficient nvidia.com/gpu."}}
     records = fr.build_records(["gpu-a"], {"gpu-a": CAPTURED_COMPAT_FACTS}, k8s_nodes=[pending, probed])
-    assert [(r["host"], r["source"]) for r in records] == [("gpu-a", "kubernetes"), ("gpu-a", "ssh"),
-                                                             ("gpu-b", "kubernetes")]
+    want = [("gpu-a", "kubernetes"), ("gpu-a", "ssh"), ("gpu-b", "kubernetes")]
+    assert [(r["host"], r["source"]) for r in records] == want
     node = records[0]
     assert node["mode"] == "compat" and node["status"] == "ok" and node["pod"] == "gds-probe-gpu-a-1"
     assert node["throughput"]["write_gbps"] == 1.5 and node["versions"]["libcufile"] == "1.15.1"
