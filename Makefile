@@ -18,10 +18,11 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: help venv deps aptrepo collection-link lab-up lab-down lab-status demo test test-unit \
-        test-sanity test-lint test-k8s test-system bench build lock ansible-test-offline clean
+        test-sanity test-lint test-k8s test-system bench bench-k8s build lock ansible-test-offline clean demo-k8s
 
 help:
 	@echo "make demo        venv + lab (N=$(N)) + playbooks/site.yml + verify.yml, prints the result"
+	@echo "make demo-k8s    playbooks/k8s.yml against the API emulator with N simulated GPU nodes, prints the report"
 	@echo "make test        every test: unit, sanity, lint, lab, molecule, integration (pytest summary last)"
 	@echo "make venv        controller virtualenv from requirements/controller.txt"
 	@echo "make lab-up N=3  bring up N Debian 12 lab hosts; make lab-down tears them down"
@@ -66,10 +67,15 @@ demo: venv lab-up
 	@echo "demo: fleet report: $(CURDIR)/reports/gds-fleet.html (also gds-fleet.json, gds-fleet.md)"
 	@echo "demo: the lab stays up for inspection; 'make lab-down' removes it."
 
+# The Kubernetes path without a cluster: the API emulator, its simulated kubelet REALLY running
+# each probe pod (C stand-ins of libcuda/libcufile), real helm, then the fleet report.
+demo-k8s: venv
+	$(BIN)/python tests/fixtures/k8s_emulator/demo_k8s.py --nodes $(N)
+
 # Everything. pytest orchestrates the slow suites too (tests/system), so its summary line is
 # the last thing printed.
 test: venv deps ansible-test-offline
-	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/unit tests/system tests/integration/gpu_operator
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/unit tests/system tests/integration/gpu_operator tests/integration/gds_node_probe
 
 test-unit: venv
 	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/unit
@@ -81,7 +87,7 @@ test-lint: venv
 	$(BIN)/ansible-lint --offline
 
 test-k8s: venv
-	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/integration/gpu_operator
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/integration/gpu_operator tests/integration/gds_node_probe
 
 test-system: venv deps ansible-test-offline
 	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/system
@@ -91,6 +97,10 @@ ansible-test-offline:
 
 bench: venv deps
 	bench/run
+
+# gds_node_probe wall time on 1, 10 and 50 simulated GPU nodes (emulator), ratio 50/1 printed.
+bench-k8s: venv
+	$(BIN)/python bench/k8s-node-probe
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force --output-path build/

@@ -78,7 +78,8 @@ class ActionModule(ActionBase):
         facts, pending = host_facts(task_vars.get("hostvars") or {}, names)
         if args["facts"] is not None:
             facts = args["facts"]
-        records = fr.build_records(names, facts, journal_hosts, journal_enabled=note is None, reboot_pending=pending)
+        records = fr.build_records(names, facts, journal_hosts, journal_enabled=note is None, reboot_pending=pending,
+                                   k8s_nodes=args["k8s_nodes"])
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         run = {"playbooks": [e.get("name") for e in events if e.get("event") == "playbook"],
                "journal": note is None}

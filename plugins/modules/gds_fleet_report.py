@@ -55,6 +55,13 @@ options:
         the current run (C(GDS_FLEET_JOURNAL) in the environment); without it, hosts without facts
         are reported with status C(unknown).
     type: path
+  k8s_nodes:
+    description:
+      - The C(nodes) returned by M(gpudirect.storage.gds_node_probe). Each becomes a record with
+        C(source=kubernetes) next to the SSH hosts (C(source=ssh)).
+    type: list
+    elements: dict
+    default: []
 extends_documentation_fragment:
   - gpudirect.storage._attributes
 attributes:
@@ -124,6 +131,7 @@ def argument_spec():
         title=dict(type="str", default="GDS fleet readiness"),
         facts=dict(type="dict"),
         journal=dict(type="path"),
+        k8s_nodes=dict(type="list", elements="dict", default=[]),
     )
 
 

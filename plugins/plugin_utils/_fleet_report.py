@@ -15,7 +15,9 @@ Record of one host (``gds-fleet.json`` ``hosts[]``)::
     unavailable | failed | unknown), reason, reasons, verified, proven, versions{kernel,
     nvidia_driver, nvidia_kernel_module, cuda_driver, nvidia_fs, libcufile, ofed},
     throughput{write_gbps, read_gbps, size_mb}, gpus, failed_checks[{check, detail}],
-    failure{play, task, role, action, msg} (what stopped the host), recovered, reboot_pending
+    failure{play, task, role, action, msg} (what stopped the host), recovered, reboot_pending,
+    source (where the verdict came from: ``ssh`` - gds_facts on the host - or ``kubernetes`` -
+    a gds_node_probe pod on the node), pod (the probe pod, Kubernetes nodes only)
 """
 
 from __future__ import annotations
@@ -209,6 +211,7 @@ def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pe
         checks.append({"check": "reboot", "detail": "pending: %s" % _text(reboot_pending)})
     return {
         "host": host,
+        "source": "ssh",
         "status": status,
         "mode": facts.get("mode") or "unknown",
         "reason": "; ".join(r for r in reasons if r),
@@ -226,19 +229,37 @@ def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pe
     }
 
 
+def k8s_record(node):
+    """The report record of a Kubernetes node from its gds_node_probe result (``nodes[]``)."""
+    failure = node.get("failure") or None
+    journal = None
+    if failure:
+        entry = {"kind": "failed", "task": "gds_node_probe pod", "msg": _text(failure.get("message"))}
+        journal = {"status": "failed", "failure": entry}
+        journal["failures"] = [dict(journal["failure"])]
+    rec = build_record(node.get("name") or "?", node if node.get("mode") and not failure else None, journal)
+    if failure:
+        rec["mode"] = "failed"
+    rec.update(source="kubernetes", pod=node.get("pod"))
+    return rec
+
+
 def natural_key(name):
     """Sort key that puts gpu-2 before gpu-10."""
     return [(0, int(part), "") if part.isdigit() else (1, 0, part.lower()) for part in re.split(r"(\d+)", name)]
 
 
-def build_records(hosts, facts_by_host, journal_hosts=None, journal_enabled=True, reboot_pending=None):
+def build_records(hosts, facts_by_host, journal_hosts=None, journal_enabled=True, reboot_pending=None, k8s_nodes=None):
     """Records for ``hosts`` plus any host that is only in the journal (it failed or was
-    unreachable, so it belongs in the report), in natural host-name order, without duplicates."""
+    unreachable, so it belongs in the report), and the Kubernetes nodes of gds_node_probe,
+    in natural name order (a name probed both ways has one record per source)."""
     journal_hosts = journal_hosts or {}
     names = sorted(set(hosts or []) | set(journal_hosts), key=natural_key)
     pending = reboot_pending or {}
-    return [build_record(h, (facts_by_host or {}).get(h), journal_hosts.get(h), journal_enabled, pending.get(h))
-            for h in names]
+    records = [build_record(h, (facts_by_host or {}).get(h), journal_hosts.get(h), journal_enabled, pending.get(h))
+               for h in names]
+    records += [k8s_record(n) for n in k8s_nodes or [] if isinstance(n, dict)]
+    return sorted(records, key=lambda r: (natural_key(r["host"]), r["source"]))
 
 
 def summarize(records):
@@ -298,8 +319,8 @@ def render_markdown(report):
             s["hosts"], s["gds_ready"], modes or "none", statuses or "none",
             " Generated %s." % report["generated"] if report.get("generated") else ""),
         "",
-        "| host | status | mode | write GB/s | read GB/s | driver | nvidia_fs | libcufile | MOFED | reason |",
-        "| --- | --- | --- | ---: | ---: | --- | --- | --- | --- | --- |",
+        "| host | source | status | mode | write GB/s | read GB/s | driver | nvidia_fs | libcufile | MOFED | reason |",
+        "| --- | --- | --- | --- | ---: | ---: | --- | --- | --- | --- | --- |",
     ]
     for r in report["hosts"]:
         v = r["versions"]
@@ -308,7 +329,7 @@ def render_markdown(report):
             driver = "%s (%s)" % (driver, v["nvidia_kernel_module"])
         reason = "" if r["mode"] == "gds" and r["status"] == "ok" else r["reason"]
         lines.append("| %s |" % " | ".join(_md_cell(c) for c in (
-            r["host"], r["status"], r["mode"], _gbps(r["throughput"]["write_gbps"]),
+            r["host"], r.get("source", "ssh"), r["status"], r["mode"], _gbps(r["throughput"]["write_gbps"]),
             _gbps(r["throughput"]["read_gbps"]), driver, v.get("nvidia_fs"), v.get("libcufile"), v.get("ofed"),
             reason)))
     return "\n".join(lines) + "\n"

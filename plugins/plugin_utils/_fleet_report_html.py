@@ -22,7 +22,7 @@ WRITE_COLOR = "#0969da"
 READ_COLOR = "#1a7f37"
 REASON_CHARS = 240
 COLUMNS = (  # key, header, sort type
-    ("host", "Host", "text"), ("status", "Status", "text"), ("mode", "Mode", "num"),
+    ("host", "Host", "text"), ("source", "Source", "text"), ("status", "Status", "text"), ("mode", "Mode", "num"),
     ("write", "Write GB/s", "num"), ("read", "Read GB/s", "num"), ("driver", "Driver", "text"),
     ("nvidia_fs", "nvidia_fs", "text"), ("libcufile", "libcufile", "text"), ("ofed", "MOFED", "text"),
     ("gpus", "GPUs", "num"), ("reason", "Reason", "text"),
@@ -104,6 +104,8 @@ def _row(rec):
     good = rec["mode"] == "gds" and rec["status"] == "ok"
     cells = [
         ("host", rec["host"], _e(rec["host"]), "host"),
+        ("source", rec.get("source", "ssh"), _e(rec.get("source", "ssh")) + (
+            ' <span class="reason">%s</span>' % _e(rec["pod"]) if rec.get("pod") else ""), ""),
         ("status", rec["status"], _badge(rec["status"], STATUS_COLORS.get(rec["status"], "#6e7781")), ""),
         ("mode", MODE_RANK.get(rec["mode"], 0), _badge(rec["mode"], MODE_COLORS.get(rec["mode"], "#6e7781")), ""),
         ("write", "" if t["write_gbps"] is None else t["write_gbps"], _gbps(t["write_gbps"]), "num"),

@@ -95,7 +95,7 @@ def test_run_without_the_callback_reports_unknown_hosts_and_says_why(tmp_path, m
 def test_run_check_mode_and_diff(journal, tmp_path):
     res = run_action({"dest": str(tmp_path / "r")}, check_mode=True, diff=True)
     assert res["changed"] and not os.path.exists(str(tmp_path / "r"))
-    assert res["diff"]["before"] == "" and "| unreachable-05 | unreachable |" in res["diff"]["after"]
+    assert res["diff"]["before"] == "" and "| unreachable-05 | ssh | unreachable |" in res["diff"]["after"]
 
 
 def test_explicit_facts_and_a_journal_of_another_run(journal, tmp_path, monkeypatch):

@@ -32,8 +32,9 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_gather
 from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
-from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report, gds_plan,
-                                                                   gds_preflight, gpu_operator, mofed, nvidia_fs)
+from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report,
+                                                                   gds_node_probe, gds_plan, gds_preflight, gpu_operator,
+                                                                   mofed, nvidia_fs)
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import FakeHost
 
@@ -348,6 +349,45 @@ def _without_chart_ref(gop, helm, args):
     with mock.patch.object(mgr, "Runner", return_value=runner), \
             mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=gop.FakeSource(gop.HEALTHY)):
         return run_module(gpu_operator.main, dict(args, helm_binary="helm"))
+
+
+# --------------------------------------------------------------------------- gds_node_probe
+class _RecordingApi(object):
+    """A Kubernetes API that records every call: no write may happen for a bad input."""
+
+    def __init__(self):
+        self.writes = []
+
+    def nodes(self, selector):
+        return [{"metadata": {"name": "gpu-a", "labels": {}}, "spec": {},
+                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]
+
+    def __getattr__(self, name):
+        def write(*args, **kwargs):
+            self.writes.append(name)
+            raise AssertionError("a bad input reached the API: %s" % name)
+        return write
+
+
+def test_fuzz_gds_node_probe_options(record_property):
+    from unittest import mock
+    from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe_run as run_mod
+    base = {"probe_path": ["/data"]}
+    semantic = [
+        st.one_of(st.integers(max_value=0), st.integers(min_value=1001))
+        .map(lambda v: (put(base, ("parallel",), v), "parallel")),
+        st.integers(min_value=30, max_value=60).map(lambda v: (put(base, ("pod_timeout",), v), "pod_timeout")),
+        st.just((put(base, ("probe_path",), ["relative/dir"]), "probe_path")),
+        st.just((put(base, ("image",), ""), "image")),
+        st.integers(max_value=0).map(lambda v: (put(base, ("probe_size_mb",), v), "probe_size_mb"))]
+
+    def attempt(args, _needle):
+        api = _RecordingApi()
+        with mock.patch.object(run_mod, "KubeApi", return_value=api), \
+                mock.patch("ansible_collections.gpudirect.storage.plugins.module_utils._k8s_wait.api_client"):
+            result = run_module(gds_node_probe.main, args)
+        return result, api.writes
+    fuzz(record_property, cases(gds_node_probe.argument_spec(), base, semantic), attempt)
 
 
 # --------------------------------------------------------------------------- gds_fleet_report

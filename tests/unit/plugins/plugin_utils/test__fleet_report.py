@@ -227,7 +227,7 @@ def test_markdown_table_one_row_per_host_with_reasons_for_non_gds_only():
     md = fr.render_markdown(report)
     rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith(("| host", "| ---"))]
     assert [r.split(" | ")[0][2:] for r in rows] == [r["host"] for r in report["hosts"]]
-    assert rows[0] == "| gds-10 | ok | gds | 12.35 | 18.20 | 580.95.05 (open) | 2.26.6 | 1.15.1 | 25.10-1.7.1 | - |" \
+    assert rows[0] == "| gds-10 | ssh | ok | gds | 12.35 | 18.20 | 580.95.05 (open) | 2.26.6 | 1.15.1 | 25.10-1.7.1 | - |" \
         .replace("580.95.05", "580.159.04")
     assert "unreachable during Gather GDS facts" in rows[-1]
     assert "5 hosts, 1 ready for GDS. Modes: gds 1, compat 2, unavailable 1, unknown 1." in md
@@ -374,3 +374,37 @@ def test_write_report_missing_file_or_broken_json_counts_as_changed(tmp_path):
 def test_write_report_check_mode_creates_nothing(tmp_path):
     res = frw.write_report(str(tmp_path / "new"), fleet_report(), check_mode=True)
     assert res["changed"] and not os.path.exists(str(tmp_path / "new"))
+
+
+# -- Kubernetes nodes (gds_node_probe) --------------------------------------------------------------
+def test_k8s_nodes_sit_next_to_ssh_hosts_with_their_source():
+    probed = {"name": "gpu-a", "mode": "compat", "reason": "nvidia_fs kernel module not loaded", "verified": True,
+              "proven": True, "throughput": {"write_gbps": 1.5, "read_gbps": 2.5, "size_mb": 64},
+              "versions": {"libcufile": "1.15.1"}, "gpus": [{"name": "NVIDIA H100"}], "pod": "gds-probe-gpu-a-1",
+              "failure": None, "source": "kubernetes"}
+    pending = {"name": "gpu-b", "mode": "failed", "reason": "probe pod p: Pending for 60s: Unschedulable: 0/3 nodes "
+               "are available: 1 Insufficient nvidia.com/gpu.", "pod": "p", "source": "kubernetes",
+               "failure": {"kind": "unschedulable", "message": "Pending for 60s: Unschedulable: 0/3 nodes are "
+                                                               "available: 1 Insufficient nvidia.com/gpu."}}
+    records = fr.build_records(["gpu-a"], {"gpu-a": CAPTURED_COMPAT_FACTS}, k8s_nodes=[pending, probed])
+    want = [("gpu-a", "kubernetes"), ("gpu-a", "ssh"), ("gpu-b", "kubernetes")]
+    assert [(r["host"], r["source"]) for r in records] == want
+    node = records[0]
+    assert node["mode"] == "compat" and node["status"] == "ok" and node["pod"] == "gds-probe-gpu-a-1"
+    assert node["throughput"]["write_gbps"] == 1.5 and node["versions"]["libcufile"] == "1.15.1"
+    failed = records[2]
+    assert failed["status"] == "failed" and failed["mode"] == "failed"
+    assert "Insufficient nvidia.com/gpu" in failed["reason"]
+    md = fr.render_markdown(fr.build_report(records))
+    assert "| gpu-b | kubernetes | failed | failed |" in md and "| gpu-a | ssh | ok | compat |" in md
+
+
+def test_html_shows_the_source_and_probe_pod():
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_html as frh
+    node = {"name": "gpu-a", "mode": "compat", "reason": "r", "pod": "gds-probe-gpu-a-1", "failure": None,
+            "source": "kubernetes"}
+    page = frh.render_html(fr.build_report(fr.build_records(["ssh-1"], {"ssh-1": CAPTURED_COMPAT_FACTS},
+                                                            k8s_nodes=[node])))
+    assert '<th data-key="source"' in page
+    assert 'data-key="source" data-v="kubernetes"' in page and "gds-probe-gpu-a-1" in page
+    assert 'data-key="source" data-v="ssh"' in page

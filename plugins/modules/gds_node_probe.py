@@ -1,0 +1,228 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gds_node_probe
+short_description: Prove GPUDirect Storage on every Kubernetes GPU node with a cuFile probe pod
+version_added: 0.1.0
+description:
+  - Runs where C(kubectl)/C(helm) run (the controller or a kube admin host) and, for every node matching
+    O(node_selector), runs a short-lived probe pod pinned to that node. The pod runs the collection's own
+    gds_facts code (collectors, the cuFile write/read/verify probe and the verdict) from a ConfigMap, so there is no
+    image to build. Each node gets the verdict C(gds_facts) gives a host - C(gds), C(p2pdma), C(compat), C(unavailable) or
+    C(failed) with the reason, verified bytes, write/read GB/s and the nvidia-fs counter delta when available.
+  - The pod is a GDS workload - one O(gpu_resource) (or O(runtime_class) with every GPU visible), C(NVIDIA_GDS=enabled)
+    so the NVIDIA container toolkit injects C(/dev/nvidia-fs*), the probe directories as hostPath, C(/run/udev)
+    read-only, the node's O(cufile_json), tolerations for the GPU taint, C(activeDeadlineSeconds), unprivileged.
+  - Pods run in parallel (at most O(parallel) at a time). A pod that cannot run is named per node from its own status -
+    Pending with the scheduler's message, C(ErrImagePull)/C(ImagePullBackOff) with the image, C(OOMKilled), a
+    non-zero exit with the log tail, a NotReady node - and the module fails naming each such node.
+  - Every pod and the ConfigMap it creates are deleted before it returns, also on failure or SIGTERM/SIGINT; they carry
+    the label C(app.kubernetes.io/managed-by=gpudirect.storage.gds_node_probe) and a later run deletes leftovers of
+    runs past their deadline.
+  - The O(image) needs C(/bin/sh), C(python3) and C(libcufile.so.0); the module fails with a clear message when it lacks
+    either. See C(docs/gds_node_probe.md) for how to check an image.
+extends_documentation_fragment:
+  - gpudirect.storage._attributes
+attributes:
+  check_mode:
+    support: full
+    details: Lists the nodes only; no pod or ConfigMap is created and no label changes.
+  diff_mode:
+    support: none
+requirements:
+  - kubernetes (Python library)
+options:
+  kubeconfig:
+    description: Path of the kubeconfig on the host running the module. Omitted, C(KUBECONFIG), C(~/.kube/config) or the in-cluster service account.
+    type: path
+  context:
+    description: Kubeconfig context.
+    type: str
+    aliases: [kube_context]
+  namespace:
+    description:
+      - Namespace of the probe pods and their ConfigMap. It must allow hostPath volumes (Pod Security level
+        C(privileged)); the GPU Operator's namespace does.
+    type: str
+    default: gpu-operator
+  node_selector:
+    description: Label selector of the nodes to probe. The GPU Operator labels GPU nodes C(nvidia.com/gpu.present=true).
+    type: str
+    default: nvidia.com/gpu.present=true
+  nodes:
+    description: Probe only these node names (among those the selector matches).
+    type: list
+    elements: str
+  image:
+    description: Container image with C(/bin/sh), C(python3) and C(libcufile.so.0) (air-gapped sites use a mirror).
+    type: str
+    default: nvcr.io/nvidia/pytorch:25.12-py3
+  image_pull_policy:
+    description: The pod's C(imagePullPolicy).
+    type: str
+    choices: [Always, IfNotPresent, Never]
+    default: IfNotPresent
+  image_pull_secrets:
+    description: Names of Secrets in O(namespace) to pull O(image) with.
+    type: list
+    elements: str
+    default: []
+  probe_path:
+    description: Directories on the node (the NVMe data mount) the probe writes to; each is mounted into the pod at the same path.
+    type: list
+    elements: path
+    default: [/var/tmp]
+  probe_size_mb:
+    description: MiB written, read back and compared per path.
+    type: int
+    default: 64
+  probe_threads:
+    description: Parallel I/O threads of the probe (0 = one call).
+    type: int
+    default: 0
+  probe_timeout:
+    description: Seconds the probe child may run inside the pod.
+    type: int
+    default: 60
+  cufile_lib:
+    description: Path of libcufile inside the image when it is not in the usual places.
+    type: path
+  cufile_json:
+    description:
+      - The node's cufile.json, mounted read-only at C(/etc/cufile.json) in the pod (hostPath of type File). Empty
+        to keep what the image and the container toolkit provide (the driver root's C(/etc/cufile.json)).
+    type: str
+    default: /etc/cufile.json
+  gpu_resource:
+    description:
+      - Extended resource requested (one). Empty requests none and sets C(NVIDIA_VISIBLE_DEVICES=all) instead; use it
+        with O(runtime_class) on nodes whose GPUs are all allocated (the probe then shares GPUs with running jobs).
+    type: str
+    default: nvidia.com/gpu
+  runtime_class:
+    description: The pod's C(runtimeClassName) (for example C(nvidia)).
+    type: str
+  memory:
+    description: Memory request and limit of the probe container.
+    type: str
+    default: 2Gi
+  privileged:
+    description: Run the probe container privileged (not needed where the toolkit injects the GDS devices).
+    type: bool
+    default: false
+  tolerations:
+    description: Tolerations added to the one for the C(nvidia.com/gpu) taint.
+    type: list
+    elements: dict
+    default: []
+  parallel:
+    description: At most this many probe pods at a time.
+    type: int
+    default: 32
+  pod_timeout:
+    description: The pod's C(activeDeadlineSeconds); a pod not done by then is reported with its status.
+    type: int
+    default: 300
+  schedule_timeout:
+    description: Seconds a pod may stay unschedulable before its node is reported with the scheduler's message.
+    type: int
+    default: 60
+  require_mode:
+    description: Fail naming every node whose verdict is weaker (the gate of gds_facts' O(require_mode)).
+    type: str
+    choices: [gds, p2pdma, compat]
+  require_proven:
+    description: With O(require_mode=gds), passed to the gds_facts gate (nvidia-fs counters must prove the path).
+    type: bool
+    default: true
+  labels:
+    description:
+      - Label each probed node C(gpudirect.storage/gds-mode=<mode>) and C(gpudirect.storage/gds-verified=true|false),
+        with the reason, GB/s and time in the annotation C(gpudirect.storage/gds-probe). A node is patched (and
+        C(changed)) only when one of these labels changes.
+    type: bool
+    default: false
+seealso:
+  - module: gpudirect.storage.gds_facts
+  - module: gpudirect.storage.gpu_operator
+author:
+  - gpudirect.storage maintainers (@gpudirect)
+"""
+
+EXAMPLES = r"""
+- name: Prove GDS on every GPU node and label the nodes
+  gpudirect.storage.gds_node_probe:
+    kubeconfig: /etc/kubernetes/admin.conf
+    probe_path: [/mnt/nvme]
+    labels: true
+    require_mode: compat
+  register: gds_nodes
+"""
+
+RETURN = r"""
+nodes:
+  description:
+    - One record per node, sorted by name - C(name), C(mode), C(reason), C(reasons), C(verified), C(proven),
+      C(verified_bytes), C(throughput), C(versions), C(nvfs_delta), C(pod), C(source) (C(kubernetes)) and
+      C(failure) (C(kind), C(message)) when the pod could not give a verdict.
+  returned: always
+  type: list
+  elements: dict
+summary:
+  description: Counts by mode, the nodes that failed to probe and those below O(require_mode).
+  returned: always
+  type: dict
+labels_changed:
+  description: Nodes whose labels were (or in check mode would be) changed.
+  returned: always
+  type: list
+  elements: str
+cleaned_leftovers:
+  description: Pods and ConfigMaps of earlier runs that were deleted first.
+  returned: always
+  type: list
+  elements: str
+deleted:
+  description: How many pods and ConfigMaps of this run were deleted (all it created).
+  returned: when pods were created
+  type: dict
+  sample: {pods: 8, configmaps: 1}
+problem:
+  description:
+    - The failure message when a node could not be probed or is below O(require_mode) (the module then fails with it),
+      else null. Lets a caller that ignores the failure tell it from other errors.
+  returned: always
+  type: str
+run_id:
+  description: The run label value of this run's pods and ConfigMap.
+  returned: success
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe_run as main_mod
+
+
+def argument_spec():
+    return main_mod.argument_spec()
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if not main_mod.HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=main_mod.IMPORT_ERROR)
+    failure, result = main_mod.run(module.params, module.check_mode)
+    result["problem"] = failure
+    if failure:
+        result.pop("msg", None)  # the verdict line; the failure message says more
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

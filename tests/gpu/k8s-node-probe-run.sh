@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+#
+# gds_node_probe on the real H100 host (shared/device/GPU-HOST.md): the Kubernetes API emulator
+# and its simulated kubelet run there, the kubelet REALLY runs the probe pod's command as a local
+# process against the REAL libcuda/libcufile, and the node's verdict is printed next to what
+# gds_facts says on the same host in the same run. From the repository root, as root, with the
+# wheels of tests/gpu/wheels.txt carried in .whl/:
+#
+#   bash tests/gpu/k8s-node-probe-run.sh          (files land in $OUT, default build/device-out-k8s)
+#
+# 1. installs the carried wheels into /tmp/site (ansible-core, cryptography, kubernetes and its imports);
+# 2. prepares /mnt/gds as tests/gpu/device-run.sh does (loop ext4 + udev data: microVM preparation);
+# 3. gds_facts (playbooks/verify.yml, module on /usr/bin/python3): 256 MiB probe on /mnt/gds;
+# 4. the emulator with one GPU node named after this host, then gds_node_probe (ansible-playbook,
+#    module on /usr/bin/python3 + the kubernetes client from /tmp/site): 256 MiB on /mnt/gds, labels on;
+# 5. prints both verdicts and PASS when they agree: compat, the reason names nvidia_fs, 256 MiB
+#    verified, and no pod or ConfigMap is left. Budget: about a minute.
+#
+# Dry run elsewhere with the C stand-ins: set GDS_DEVICE_RUN_PROBE_DIR (skips the /mnt/gds
+# preparation), export LD_LIBRARY_PATH / GPUDIRECT_HOST_ROOT / GPUDIRECT_PROC_ROOT for gds_facts (the
+# kubelet passes the same three to the pod), and GDS_DEVICE_RUN_PYTHONPATH / GDS_DEVICE_RUN_BIN to
+# use an existing environment instead of the wheels.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+REPO=$PWD
+OUT=${OUT:-$REPO/build/device-out-k8s}
+W=/tmp/gds-k8s-node-probe-run
+mkdir -p "$OUT" && rm -rf "$W" && mkdir -p "$W/logs" || exit 1
+exec > >(tee "$OUT/run.log") 2>&1
+T0=$(date +%s)
+step() { echo; echo "=== +$(( $(date +%s) - T0 ))s $*"; }
+PY=${GDS_DEVICE_RUN_TARGET_PYTHON:-/usr/bin/python3}
+
+SITE=${GDS_DEVICE_RUN_SITE:-/tmp/site}
+step "python environment"
+if [ -z "${GDS_DEVICE_RUN_PYTHONPATH:-}" ]; then
+  if ! { [ -x "$SITE/bin/ansible-playbook" ] && PYTHONPATH=$SITE "$PY" -c 'import ansible, kubernetes, cryptography' 2>/dev/null; }; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
+  fi
+fi
+export PYTHONPATH=${GDS_DEVICE_RUN_PYTHONPATH:-$SITE} PATH=${GDS_DEVICE_RUN_BIN:-$SITE/bin}:$PATH
+ansible-playbook --version | head -1
+"$PY" -c 'import kubernetes, cryptography; print("kubernetes", kubernetes.__version__, "cryptography", cryptography.__version__)' || exit 1
+
+D=${GDS_DEVICE_RUN_PROBE_DIR:-/mnt/gds}
+if [ -z "${GDS_DEVICE_RUN_PROBE_DIR:-}" ]; then
+  step "prepare /mnt/gds: loop ext4 + udev data (microVM test preparation, as tests/gpu/device-run.sh)"
+  if ! mountpoint -q /mnt/gds; then
+    truncate -s 8G /tmp/gds.img && mkfs.ext4 -q -F /tmp/gds.img || exit 1
+    mkdir -p /mnt/gds && mount -o data=ordered "$(losetup -f --show /tmp/gds.img)" /mnt/gds || exit 1
+  fi
+  DEV=$(mountpoint -d /mnt/gds); mkdir -p /run/udev/data
+  printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\nE:DEVTYPE=disk\nE:SUBSYSTEM=block\n' > "/run/udev/data/b$DEV"
+  findmnt /mnt/gds; echo "udev data: /run/udev/data/b$DEV"
+  unset LD_LIBRARY_PATH  # both find libcufile themselves (/usr/local/cuda*/lib64)
+fi
+
+mkdir -p "$W/coll/ansible_collections/gpudirect" && ln -sfn "$REPO" "$W/coll/ansible_collections/gpudirect/storage"
+export ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$W/coll ANSIBLE_CALLBACK_RESULT_FORMAT=json \
+       ANSIBLE_LOCAL_TEMP=$W/atmp ANSIBLE_NOCOLOR=1
+
+step "gds_facts on this host: playbooks/verify.yml, 256 MiB on $D"
+ansible-playbook -v playbooks/verify.yml -i localhost, -c local -e ansible_python_interpreter="$PY" \
+  -e '{"gds_verify_probe_path": ["'"$D"'"], "gds_verify_probe_size_mb": 256, "gds_report_enabled": false}' \
+  > "$W/logs/gds-facts.log" 2>&1
+echo "rc=$?"
+
+step "the API emulator with one GPU node ($(hostname -s)) and its kubelet"
+NODE=$(hostname -s | tr 'A-Z_' 'a-z-')
+KUBELET=$("$PY" -c 'import json, os
+env = dict((k, os.environ[k]) for k in ("LD_LIBRARY_PATH", "GPUDIRECT_HOST_ROOT", "GPUDIRECT_PROC_ROOT") if os.environ.get(k))
+print(json.dumps({"node_env": {"*": env}}))')
+echo "kubelet settings: $KUBELET"
+EMULATOR_KUBELET=$KUBELET PYTHONPATH=$REPO/tests/fixtures:$PYTHONPATH "$PY" -m k8s_emulator --workdir "$W/emu" \
+  --nodes "$NODE:ubuntu:24.04:gpu:labelled" > "$W/logs/emulator.log" 2>&1 &
+EMU=$!
+trap 'kill $EMU 2>/dev/null; wait $EMU 2>/dev/null' EXIT
+for _ in $(seq 1 200); do [ -s "$W/emu/ready" ] && break; kill -0 $EMU 2>/dev/null || break; sleep 0.1; done
+[ -s "$W/emu/ready" ] || { echo "emulator did not start"; cat "$W/logs/emulator.log"; exit 1; }
+echo "emulator $(cat "$W/emu/ready") pid $EMU"
+
+step "gds_node_probe: a probe pod on $NODE, 256 MiB on $D"
+ansible-playbook -v tests/integration/gds_node_probe/playbooks/module.yml -i localhost, -c local \
+  -e ansible_python_interpreter="$PY" \
+  -e '{"np_kubeconfig": "'"$W"'/emu/kubeconfig", "np_probe_path": ["'"$D"'"], "np_probe_size_mb": 256,
+       "np_labels": true, "np_pod_timeout": 240}' > "$W/logs/node-probe.log" 2>&1
+echo "rc=$?"
+kill $EMU 2>/dev/null; wait $EMU 2>/dev/null
+tar -C "$W" -czf "$OUT/logs.tar.gz" logs
+
+step "both verdicts"
+"$PY" - "$W/logs" "$OUT" <<'PY' | tee "$OUT/summary.txt"
+import json, os, sys
+logs, out = sys.argv[1], sys.argv[2]
+
+def result(name, key):
+    for line in open(os.path.join(logs, name), errors="replace"):
+        for head in ("ok: [localhost] => ", "fatal: [localhost]: FAILED! => ", "changed: [localhost] => "):
+            if line.startswith(head) and key in line:
+                return json.loads(line[len(head):])
+    return {}
+
+facts = (result("gds-facts.log", '"gds": {').get("ansible_facts") or {}).get("gds") or {}
+probe = result("node-probe.log", '"nodes": [')
+node = (probe.get("nodes") or [{}])[0]
+json.dump({"gds_facts": facts, "gds_node_probe": probe}, open(os.path.join(out, "verdicts.json"), "w"), indent=1,
+          sort_keys=True, default=str)
+
+def show(label, rec, verified):
+    t = rec.get("throughput") or {}
+    print("%-15s mode=%s verified=%s bytes=%s write=%s read=%s GB/s" % (
+        label, rec.get("mode"), rec.get("verified"), verified, t.get("write_gbps"), t.get("read_gbps")))
+    print("%-15s reason: %s" % ("", rec.get("reason")))
+
+facts_bytes = (((facts.get("probe") or {}).get("paths") or [{}])[0].get("verify") or {}).get("verified_bytes")
+show("gds_facts", facts, facts_bytes)
+show("gds_node_probe", node, node.get("verified_bytes"))
+print("%-15s node=%s pod=%s failure=%s deleted=%s labels_changed=%s problem=%s" % (
+    "", node.get("name"), node.get("pod"), node.get("failure"), probe.get("deleted"), probe.get("labels_changed"),
+    probe.get("problem")))
+checks = [
+    ("gds_facts: compat, names nvidia_fs, 256 MiB verified", facts.get("mode") == "compat"
+     and "nvidia_fs" in (facts.get("reason") or "") and facts_bytes == 256 << 20),
+    ("node probe: compat, names nvidia_fs, 256 MiB verified", node.get("mode") == "compat"
+     and "nvidia_fs" in (node.get("reason") or "") and node.get("verified_bytes") == 256 << 20),
+    ("same verdict: mode, reasons, verified, proven", all(facts.get(k) == node.get(k)
+                                                          for k in ("mode", "reasons", "verified", "proven"))),
+    ("nothing left: 1 pod and 1 ConfigMap deleted", probe.get("deleted") == {"pods": 1, "configmaps": 1}),
+]
+for what, ok in checks:
+    print("  [%s] %s" % ("PASS" if ok else "FAIL", what))
+print("k8s node probe vs gds_facts: %s" % ("PASS" if all(ok for _w, ok in checks) else "FAIL"))
+PY
+step "done in $(( $(date +%s) - T0 )) s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gds_node_probe's pure part: pod and ConfigMap specs, what a pod's status says, node labels."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe as np
+from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe_run as run_mod
+
+
+def params(**extra):
+    out = dict((k, v.get("default")) for k, v in run_mod.argument_spec().items())
+    out.update(extra)
+    return out
+
+
+def test_pod_is_a_gds_workload_pinned_to_its_node():
+    pod = np.pod_spec("gpu-a.example.com", "r1", params(probe_path=["/mnt/nvme"]), "cm", "uid-1", 1234)
+    spec = pod["spec"]
+    ctr = spec["containers"][0]
+    assert pod["metadata"]["name"].startswith("gds-probe-gpu-a-example-com-") and len(pod["metadata"]["name"]) <= 63
+    assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpudirect.storage.gds_node_probe"
+    assert pod["metadata"]["annotations"] == {"gpudirect.storage/node": "gpu-a.example.com",
+                                              "gpudirect.storage/expires": "1234"}
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == "uid-1"  # GC takes the pod with the ConfigMap
+    assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-a.example.com"]}]}]
+    assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 300
+    assert ctr["resources"]["limits"]["nvidia.com/gpu"] == "1" and ctr["resources"]["limits"]["memory"] == "2Gi"
+    assert {"name": "NVIDIA_GDS", "value": "enabled"} in ctr["env"]
+    assert ctr["securityContext"] == {"privileged": False, "allowPrivilegeEscalation": False}
+    mounts = dict((m["mountPath"], m) for m in ctr["volumeMounts"])
+    vols = dict((v["name"], v) for v in spec["volumes"])
+    assert mounts["/run/udev"]["readOnly"] is True and vols["run-udev"]["hostPath"]["path"] == "/run/udev"
+    assert vols[mounts["/mnt/nvme"]["name"]]["hostPath"] == {"path": "/mnt/nvme", "type": "Directory"}
+    assert vols[mounts["/etc/cufile.json"]["name"]]["hostPath"] == {"path": "/etc/cufile.json", "type": "File"}
+    assert mounts["/gds-node-probe"]["readOnly"] is True and vols["probe-code"]["configMap"]["name"] == "cm"
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert "runtimeClassName" not in spec and ctr["command"][:2] == ["/bin/sh", "-c"]
+
+
+def test_runtime_class_mode_requests_no_gpu_and_sees_all():
+    spec = np.pod_spec("n", "r", params(gpu_resource="", runtime_class="nvidia", cufile_json="",
+                                        image_pull_secrets=["regcred"]), "cm", "u", 1)["spec"]
+    ctr = spec["containers"][0]
+    assert spec["runtimeClassName"] == "nvidia" and spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert "nvidia.com/gpu" not in ctr["resources"]["limits"]
+    assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"} in ctr["env"]
+    assert "/etc/cufile.json" not in [m["mountPath"] for m in ctr["volumeMounts"]]
+
+
+def test_configmap_carries_the_collection_probe_and_gather():
+    cm = np.configmap("cm", "ns", "r1", params(probe_path=["/data"], probe_size_mb=16))
+    data = cm["data"]
+    for name in ("_gds_probe", "_gds_child", "_gds_gather", "_gds_verdict", "_gds_facts", "_hostpaths", "_runner"):
+        assert "mu.%s.py" % name in data
+    assert json.loads(data["params.json"])["probe_path"] == ["/data"]
+    assert json.loads(data["params.json"])["probe_size_mb"] == 16
+    compile(data["entry.py"], "entry.py", "exec")
+    assert sum(len(v) for v in data.values()) < 900 * 1024  # ConfigMaps hold at most 1 MiB
+    assert all(set(k) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") for k in data)
+
+
+def _pod(state=None, phase="Running", conditions=None, limits=None):
+    status = {"phase": phase, "conditions": conditions or []}
+    if state is not None:
+        status["containerStatuses"] = [dict(state, name="probe")]
+    return {"spec": {"containers": [{"image": "img:1", "resources": {"limits": limits or {"memory": "2Gi"}}}]},
+            "status": status}
+
+
+UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": "0/3 nodes are available: 1 Insufficient nvidia.com/gpu."}
+
+
+@pytest.mark.parametrize("pod,age,want", [
+    (_pod({"state": {"running": {}}}), 5, ("wait", None)),
+    (_pod({"state": {"terminated": {"exitCode": 0}}}, "Succeeded"), 5, ("done", None)),
+    (_pod({"state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}}, "Pending"), 1,
+     ("failed", ("image_pull", "ImagePullBackOff for image img:1: not found"))),
+    (_pod({"state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}, "Failed"), 1,
+     ("failed", ("oom_killed", "OOMKilled (exit code 137, memory limit 2Gi)"))),
+    (_pod({"state": {"terminated": {"exitCode": 2, "reason": "Error"}}}, "Failed"), 1,
+     ("failed", ("exited", "container exited with code 2 (Error)"))),
+    (_pod({"restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}},
+           "lastState": {"terminated": {"exitCode": 1}}}), 1,
+     ("failed", ("crashed", "CrashLoopBackOff (restarts 3), last exit code 1: back-off"))),
+    (_pod(None, "Pending", [UNSCHEDULABLE]), 1, ("wait", None)),
+    (_pod(None, "Pending", [UNSCHEDULABLE]), 60,
+     ("failed", ("unschedulable", "Pending for 60s: Unschedulable: 0/3 nodes are available: 1 Insufficient nvidia.com/gpu."))),
+    (_pod(None, "Failed"), 1, ("failed", ("pod_failed", "pod Failed:  "))),
+    (dict(_pod({"state": {"terminated": {"exitCode": 137, "reason": "Error"}}}, "Failed"),
+          spec={"activeDeadlineSeconds": 300, "containers": [{}]},
+          status={"phase": "Failed", "reason": "DeadlineExceeded", "message": "Pod was active on the node longer "
+                  "than the specified deadline", "containerStatuses": [{"state": {"terminated": {"exitCode": 137}}}]}),
+     301, ("failed", ("deadline", "activeDeadlineSeconds=300 exceeded: Pod was active on the node longer than the "
+                                  "specified deadline"))),
+])
+def test_classify_names_the_reason_from_the_pod(pod, age, want):
+    assert np.classify(pod, age, 60) == want
+
+
+def test_deadline_reports_where_the_pod_still_is():
+    pod = _pod({"state": {"waiting": {"reason": "ContainerCreating", "message": "hostPath /etc/cufile.json missing"}}},
+               "Pending")
+    assert np.still_waiting(pod, 310) == ("deadline", "pod still ContainerCreating after 310s: hostPath "
+                                                      "/etc/cufile.json missing")
+
+
+def test_node_not_ready_and_cordoned():
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "spec": {}}
+    assert np.node_not_ready(ready) is None
+    assert np.node_not_ready({"status": {"conditions": [{"type": "Ready", "status": "Unknown",
+                                                         "reason": "NodeStatusUnknown"}]}}) == \
+        "node NotReady (Ready=Unknown, NodeStatusUnknown)"
+    assert np.node_not_ready(dict(ready, spec={"unschedulable": True})) == "node is cordoned (spec.unschedulable)"
+
+
+def test_parse_log_and_tail():
+    text = "libcufile noise\n%s facts {\"mode\": \"compat\"}\n%s image python3 not found\n" % (np.MARK, np.MARK)
+    assert np.parse_log(text) == ({"mode": "compat"}, "python3 not found")
+    assert np.log_tail(text) == "libcufile noise\n%s image python3 not found" % np.MARK
+
+
+def test_labels_change_only_when_the_verdict_does():
+    node = {"mode": "compat", "verified": True, "reason": "r", "throughput": {"write_gbps": 1.0}}
+    patch = np.label_patch({"metadata": {"labels": {"x": "y"}}}, node, "2026-11-23T00:00:00Z")
+    assert patch["metadata"]["labels"] == {"gpudirect.storage/gds-mode": "compat", "gpudirect.storage/gds-verified": "true"}
+    assert json.loads(patch["metadata"]["annotations"]["gpudirect.storage/gds-probe"])["write_gbps"] == 1.0
+    labelled = {"metadata": {"labels": dict(patch["metadata"]["labels"]), "annotations": patch["metadata"]["annotations"]}}
+    faster = dict(node, throughput={"write_gbps": 9.0})
+    assert np.label_patch(labelled, faster, "2026-11-24T00:00:00Z") is None  # GB/s and time alone: no write
+    assert np.label_patch(labelled, dict(node, mode="gds"), "t")["metadata"]["labels"]["gpudirect.storage/gds-mode"] == "gds"
+
+
+def test_requirement_uses_the_gds_facts_gate(monkeypatch):
+    node = {"name": "n", "mode": "compat", "reason": "nvidia_fs kernel module not loaded"}
+    assert np.requirement_problem(node, "gds") == \
+        "GDS verdict compat is weaker than the required gds: nvidia_fs kernel module not loaded"
+    assert np.requirement_problem(node, "compat") is None and np.requirement_problem(node, None) is None
+    seen = {}
+
+    def gate(facts, required, require_proven=True):  # the gate issue 14 makes: require_proven passes through
+        seen.update(required=required, require_proven=require_proven)
+        return None
+
+    monkeypatch.setattr(np.verdict_mod, "unmet_requirement", gate)
+    np.requirement_problem(dict(node, mode="gds"), "gds", False)
+    assert seen == {"required": "gds", "require_proven": False}
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"parallel": 0}, "parallel=0 is out of range"),
+    ({"pod_timeout": 50, "probe_timeout": 60}, "pod_timeout (50) must be longer than probe_timeout (60)"),
+    ({"probe_path": ["relative"]}, "probe_path entry 'relative' must be an absolute path"),
+    ({"probe_size_mb": 0}, "probe_size_mb=0 is out of range"),
+    ({"image": ""}, "image must name a container image"),
+])
+def test_bad_options_are_named(change, needle):
+    assert needle in np.check_params(params(**change))
