@@ -29,6 +29,7 @@ def argument_spec():
         probe_device=dict(type="int", default=0),
         probe_timeout=dict(type="int", default=60),
         require_mode=dict(type="str", choices=["gds", "p2pdma", "compat"]),
+        require_proven=dict(type="bool", default=True),
         cufile_lib=dict(type="path"),
         cufile_env_path_json=dict(type="path"),
         gather_cuda=dict(type="bool", default=True),

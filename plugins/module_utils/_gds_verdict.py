@@ -124,17 +124,49 @@ def describe_error(err):
 
 
 def meets(mode, required):
-    """True when ``mode`` is at least ``required`` (gds > p2pdma > compat)."""
+    """True when ``mode`` is at least ``required`` (gds > p2pdma > compat). The mode only: a
+    requirement is held with :func:`gate`, which also asks for the I/O."""
     if not required:
         return True
     return RANK.get(mode, 0) >= RANK[required] and mode in REQUIRABLE
 
 
-def unmet_requirement(facts, required):
-    """The failure message when the verdict in ``facts`` is weaker than ``required``, else None."""
-    if meets(facts.get("mode"), required):
-        return None
-    return "GDS verdict %s is weaker than the required %s: %s" % (facts.get("mode"), required, facts.get("reason"))
+NOTHING_WRITTEN = "nothing was written, read back and compared"
+
+
+def gate(facts, require_mode, require_proven=True):
+    """(ok, why): is the verdict in ``facts`` (the gds facts: mode, verified, proven, reason,
+    probe) good enough for ``require_mode``? THE gate of the collection (gds_facts, gds_plan,
+    the gds_verify role, the fleet report's ready count, the Kubernetes node probe).
+
+    A requirement is met only by a verified probe (bytes written, read back, compared equal);
+    ``gds`` also needs the path proven by the nvidia-fs Writes/Reads counters, unless
+    ``require_proven`` is false (weaker: trusts "nvidia_fs loaded, no compat fallback logged").
+    An inferred verdict (probe=false) never meets a requirement. ``why`` is None when met."""
+    if not require_mode:
+        return True, None
+    if require_mode not in REQUIRABLE:
+        raise ValueError("require_mode must be one of %s, not %r" % (", ".join(REQUIRABLE), require_mode))
+    mode = facts.get("mode")
+    reason = facts.get("reason") or "no reason given"
+    probe = facts.get("probe") if isinstance(facts.get("probe"), dict) else {}
+    inferred = probe.get("enabled") is False
+    if not meets(mode, require_mode):
+        why = "GDS verdict %s is weaker than the required %s: %s" % (mode, require_mode, reason)
+        if not facts.get("verified") and "nothing was written" not in why:
+            why += " (%s)" % ("inferred without a probe (probe=false): nothing was written" if inferred
+                              else NOTHING_WRITTEN)
+        return False, why
+    if inferred:
+        return False, ("GDS verdict %s was inferred without a probe (probe=false): nothing was written, so it "
+                       "cannot meet require_mode=%s; run the probe (probe=true)" % (mode, require_mode))
+    if not facts.get("verified"):
+        return False, "GDS verdict %s is not verified (%s): %s" % (mode, NOTHING_WRITTEN, reason)
+    if require_mode == "gds" and require_proven and not facts.get("proven"):
+        return False, ("GDS verdict gds is not proven: the nvidia-fs Writes/Reads counters did not show the probe's "
+                       "I/O (load nvidia_fs with rw_stats_enabled=1), or set require_proven=false to accept an "
+                       "unproven gds (weaker): %s" % reason)
+    return True, None
 
 
 # cufile.log words that explain a failed step; lines with them are quoted first.

@@ -75,10 +75,21 @@ options:
     default: 60
   require_mode:
     description:
-      - Fail the host when the verdict is weaker than this (V(gds) > V(p2pdma) > V(compat)).
-        The facts are returned in the failed result too.
+      - Fail the host unless the probe verified its data (written, read back and compared equal)
+        and the verdict is at least this (V(gds) > V(p2pdma) > V(compat)). V(gds) also needs the
+        path proven by the nvidia-fs counters (see O(require_proven)).
+      - An inferred verdict (O(probe=false)) never meets a requirement - nothing was written.
+      - The facts are returned in the failed result too.
     type: str
     choices: [gds, p2pdma, compat]
+  require_proven:
+    description:
+      - With O(require_mode=gds), also require the nvidia-fs Writes/Reads counters to move during
+        the probe (C(rw_stats_enabled=1)).
+      - V(false) is WEAKER - it accepts a verified probe with nvidia_fs loaded and no compat-mode
+        fallback in cufile.log as V(gds), without counters to prove the data went through nvidia-fs.
+    type: bool
+    default: true
   cufile_lib:
     description: Path of the libcufile to probe. Default - the first C(libcufile.so.0) found in
       C(LD_LIBRARY_PATH), C(/usr/local/cuda*/lib64), the C(ld.so.conf) directories and the system
@@ -209,7 +220,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_gather import argument_spec, check_params, gather
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import gate
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
 
@@ -222,8 +233,8 @@ def main():
     facts = gather(module.params, HostPaths(), Runner(module), tmp_root=module.tmpdir)
     required = module.params["require_mode"]
     if required:
-        problem = unmet_requirement(facts, required)
-        facts["require_mode"] = {"mode": required, "met": problem is None}
+        met, problem = gate(facts, required, module.params["require_proven"])
+        facts["require_mode"] = {"mode": required, "proven": module.params["require_proven"], "met": met}
         if problem:
             module.fail_json(msg=problem, ansible_facts={"gds": facts})
     module.exit_json(changed=False, ansible_facts={"gds": facts})

@@ -226,8 +226,9 @@ def test_error_names():
     assert v.cuda_error_name(35) == "CUDA_ERROR_INSUFFICIENT_DRIVER (35)"
 
 
-def test_unmet_requirement_names_both_modes_and_the_reason():
-    assert v.unmet_requirement({"mode": "gds", "reason": "r"}, "compat") is None
-    assert v.unmet_requirement({"mode": "compat", "reason": "r"}, "") is None
-    assert v.unmet_requirement({"mode": "compat", "reason": "no nvidia_fs"}, "gds") == \
-        "GDS verdict compat is weaker than the required gds: no nvidia_fs"
+def test_gate_names_both_modes_and_the_reason():
+    verified = {"verified": True, "proven": True, "probe": {"enabled": True}}
+    assert v.gate(dict(verified, mode="gds", reason="r"), "compat") == (True, None)
+    assert v.gate(dict(verified, mode="compat", reason="r"), "") == (True, None)
+    assert v.gate(dict(verified, mode="compat", reason="no nvidia_fs"), "gds") == \
+        (False, "GDS verdict compat is weaker than the required gds: no nvidia_fs")

@@ -44,7 +44,7 @@ def test_require_mode_fails_with_reason_and_facts(gpu_less):
     res = run_module(gds_facts.main, {"probe_path": [gpu_less], "require_mode": "compat"})
     assert res["failed"] is True
     assert res["msg"].startswith("GDS verdict unavailable is weaker than the required compat: no NVIDIA driver")
-    assert res["ansible_facts"]["gds"]["require_mode"] == {"mode": "compat", "met": False}
+    assert res["ansible_facts"]["gds"]["require_mode"] == {"mode": "compat", "proven": True, "met": False}
 
 
 def test_overlay_config_is_returned_for_validation(gpu_less, tmp_path):
@@ -86,3 +86,19 @@ def test_probe_through_the_module(tmp_path, monkeypatch):
     assert gds["probe"]["paths"][0]["verify"]["verified_bytes"] == 4 << 20
     assert gds["libcufile"]["path"] == os.path.join(libs, "libcufile.so.0")
     assert list(data.iterdir()) == []
+
+
+@pytest.mark.skipif(standin.gcc() is None, reason="needs a C compiler for the libcufile stand-in")
+@pytest.mark.parametrize("required", ["gds", "compat"])
+def test_an_inferred_verdict_never_meets_require_mode(tmp_path, monkeypatch, required):
+    """Issue 14: probe=false with nvidia_fs loaded inferred gds, and require_mode=gds passed."""
+    libs = standin.build(str(tmp_path / "libs"))
+    host, proc = standin.fake_host(str(tmp_path), nvfs=True)
+    monkeypatch.setenv("GPUDIRECT_HOST_ROOT", host)
+    monkeypatch.setenv("GPUDIRECT_PROC_ROOT", proc)
+    monkeypatch.setenv("LD_LIBRARY_PATH", libs)
+    res = run_module(gds_facts.main, {"probe": False, "require_mode": required, "gather_cuda": False})
+    gds = res["ansible_facts"]["gds"]
+    assert gds["mode"] == "gds" and gds["verified"] is False
+    assert res["failed"] is True and "nothing was written" in res["msg"] and "probe=false" in res["msg"]
+    assert gds["require_mode"] == {"mode": required, "proven": True, "met": False}

@@ -212,6 +212,19 @@ def test_summary_counts_by_mode_and_status():
     assert s["probed"] == 3 and s["max_gbps"] == 18.2
 
 
+def test_ready_counts_only_verified_hosts_that_meet_the_gds_gate():
+    """Issue 14: an inferred gds (probe=false) or an unproven gds was counted as ready."""
+    inferred = dict(GDS_FACTS, verified=False, proven=False, probe={"enabled": False, "ran": False})
+    unproven = dict(GDS_FACTS, proven=False)
+    opted_out = dict(GDS_FACTS, proven=False, require_mode={"mode": "gds", "proven": False, "met": True})
+    facts = {"gds-1": GDS_FACTS, "inferred-2": inferred, "unproven-3": unproven, "opted-out-4": opted_out}
+    records = fr.build_records(sorted(facts), facts)
+    ready = dict((r["host"], r["ready"]) for r in records)
+    assert ready == {"gds-1": True, "inferred-2": False, "unproven-3": False, "opted-out-4": True}
+    s = fr.summarize(records)
+    assert s["gds_ready"] == 2 and s["not_gds"] == ["inferred-2", "unproven-3"]
+
+
 def test_same_report_ignores_generation_time_and_run():
     assert fr.same_report(fleet_report("t1"), dict(fleet_report("t2"), run={"playbooks": ["x.yml"]}))
     changed = fleet_report()
