@@ -33,7 +33,8 @@ def test_gpu_less_host_is_unavailable_with_reason(gpu_less, check_mode):
     assert res["changed"] is False and not res.get("failed")
     gds = res["ansible_facts"]["gds"]
     assert gds["mode"] == "unavailable"
-    assert gds["reason"] == "no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing"
+    assert gds["reasons"][0] == "no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing"
+    assert gds["reasons"][1].startswith("libcufile not found (searched ")  # every missing component is named
     assert gds["probe"]["ran"] is False and gds["verified"] is False
     assert gds["kernel"]["release"] == "6.18.44-standin"
     assert gds["cufile"]["files"][0] == {"path": "/etc/cufile.json", "role": "global", "exists": False}
