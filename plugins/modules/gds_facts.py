@@ -44,12 +44,21 @@ options:
     default: true
   probe_path:
     description:
-      - Directories to probe (a list, or a comma-separated string). Each must be on the file
-        system whose data path you want to know, and support C(O_DIRECT) (tmpfs does not).
+      - Directories to probe (a list, or a comma-separated string), or V(auto). Each must be on the
+        file system whose data path you want to know.
+      - V(auto) picks the mounted data file systems GDS can serve, read from C(/proc/self/mounts)
+        and C(/sys/block) - ext4/xfs on NVMe or NVMe-oF (the root file system through C(/var/tmp)),
+        Lustre, GPFS, WekaFS, BeeGFS and NFS mounted with C(proto=rdma); read-only mounts and at
+        most 8 are taken. When none qualifies it probes C(/var/tmp) and returns a warning (also in
+        C(gds.warnings)) that names why each mount was left out. C(gds.storage.auto) lists the picks.
+      - Every probe path is classified before the probe (C(gds.storage.probe_paths[].class)) and a
+        path GDS cannot serve says why in the reason - tmpfs or overlay (no O_DIRECT to storage),
+        device-mapper/LVM or md RAID (libcufile cannot classify them), a loop device, the root file
+        system on a non-NVMe disk, NFS without RDMA.
       - With several paths the host's mode is the weakest of them.
     type: list
     elements: path
-    default: [/var/tmp]
+    default: [auto]
   probe_size_mb:
     description:
       - Size of the probe write and read in MiB (1-65536). 64 MiB crosses the 16 MiB direct I/O
@@ -161,6 +170,10 @@ ansible_facts:
           description: The reasons, one per item.
           type: list
           elements: str
+        warnings:
+          description: Warnings of the gathering (for example O(probe_path=auto) finding no GDS-capable mount).
+          type: list
+          elements: str
         host:
           description:
             - The host itself, so read-only checks need no C(setup) round trip. C(os) from
@@ -198,7 +211,10 @@ ansible_facts:
               with path, exists, sha256; C(valid) and C(findings) when the action plugin validated them.
           type: dict
         storage:
-          description: NVMe devices, IOMMU mode and, per probe path, mount point, fstype, block device and udev data.
+          description:
+            - NVMe devices, IOMMU mode and, per probe path, mount point, fstype, block device, udev
+              data and C(class) (kind, gds_capable, reason); C(auto) - the mounts O(probe_path=auto)
+              picked and skipped (with why), and whether it fell back to C(/var/tmp).
           type: dict
         probe:
           description: The probe run - rc, signal, last step, per-path results and verdicts, timing, cufile.log lines.
@@ -231,6 +247,8 @@ def main():
     if problem:
         module.fail_json(msg=problem)
     facts = gather(module.params, HostPaths(), Runner(module), tmp_root=module.tmpdir)
+    for warning in facts.get("warnings") or []:
+        module.warn(warning)
     required = module.params["require_mode"]
     if required:
         met, problem = gate(facts, required, module.params["require_proven"])

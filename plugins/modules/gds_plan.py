@@ -157,6 +157,8 @@ def main():
         out = plan(module, module.params, HostPaths(), Runner(module))
     except StageFailed as exc:
         module.fail_json(msg=exc.msg, **exc.details)
+    for warning in out["facts"].get("warnings") or []:
+        module.warn(warning)
     module.exit_json(changed=False, stages=out["stages"], converged=out["converged"],
                      ansible_facts={"gds": out["facts"]})
 
