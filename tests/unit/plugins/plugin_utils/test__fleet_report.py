@@ -387,3 +387,19 @@ def test_write_report_missing_file_or_broken_json_counts_as_changed(tmp_path):
 def test_write_report_check_mode_creates_nothing(tmp_path):
     res = frw.write_report(str(tmp_path / "new"), fleet_report(), check_mode=True)
     assert res["changed"] and not os.path.exists(str(tmp_path / "new"))
+
+
+@pytest.mark.parametrize("dest, playbooks, env, expected", [
+    (None, ["/srv/gds/playbooks/verify.yml"], {}, "/srv/gds/reports"),
+    (None, ["/srv/ops/site.yml", "/srv/ops/playbooks/other.yml"], {}, "/srv/ops/reports"),
+    (None, ["/srv/gds/playbooks/verify.yml"], {"GDS_REPORT_DIR": "/var/reports"}, "/var/reports"),
+    (None, ["/srv/gds/playbooks/verify.yml"], {"GDS_REPORT_DIR": "out"}, "/srv/gds/out"),
+    ("", ["/srv/gds/playbooks/verify.yml"], {"GDS_REPORT_DIR": ""}, "/srv/gds/reports"),
+    ("custom", ["/srv/ops/site.yml"], {"GDS_REPORT_DIR": "/ignored"}, "/srv/ops/custom"),
+    ("/abs", ["/srv/ops/site.yml"], {}, "/abs"),
+    (None, ["gpudirect.storage.verify"], {"HOME": "/home/u"}, "/home/u/.ansible/gds-reports"),
+    (None, [], {"HOME": "/home/u"}, "/home/u/.ansible/gds-reports"),
+])
+def test_report_dir_never_depends_on_the_current_directory(dest, playbooks, env, expected, tmp_path, monkeypatch):
+    monkeypatch.chdir(str(tmp_path))
+    assert frw.report_dir(dest, playbooks, env) == expected
