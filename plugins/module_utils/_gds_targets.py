@@ -52,7 +52,8 @@ def _classify(storage):
     path = storage.get("path")
     transport = storage.get("transport")
     mount_point = storage.get("mount_point")
-    where = "%s (%s%s)" % (path, fstype or "file system", " on " + mount_point if mount_point not in (None, path) else "")
+    on = " on " + mount_point if mount_point not in (None, path) else ""
+    where = "%s (%s%s)" % (path, fstype or "file system", on)
     if not storage.get("exists", True) and not fstype:
         return {"kind": "missing", "gds_capable": False, "reason": None}
     if fstype in MEMORY_FS:
