@@ -169,7 +169,8 @@ def _fact_checks(facts):
     req = facts.get("require_mode") or {}
     if req.get("mode") and req.get("met") is False:
         checks.append({"check": "verdict meets require_mode=%s" % req["mode"],
-                       "detail": "verdict is %s" % facts.get("mode")})
+                       "detail": "verdict is %s%s" % (facts.get("mode"), "" if facts.get("verified") else
+                                                      ", not verified (nothing was written, read back and compared)")})
     if facts.get("mode") == "failed":
         checks.append({"check": "cuFile probe", "detail": _text(facts.get("reason"))})
     return checks

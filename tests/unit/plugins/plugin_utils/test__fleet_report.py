@@ -403,3 +403,12 @@ def test_write_report_check_mode_creates_nothing(tmp_path):
 def test_report_dir_never_depends_on_the_current_directory(dest, playbooks, env, expected, tmp_path, monkeypatch):
     monkeypatch.chdir(str(tmp_path))
     assert frw.report_dir(dest, playbooks, env) == expected
+
+
+def test_an_unmet_requirement_of_an_inferred_verdict_says_nothing_was_written():
+    facts = dict(GDS_FACTS, verified=False, proven=False, probe={"enabled": False, "ran": False},
+                 require_mode={"mode": "gds", "proven": True, "met": False})
+    rec = fr.build_record("n", facts)
+    check = next(c for c in rec["failed_checks"] if c["check"] == "verdict meets require_mode=gds")
+    assert check["detail"] == "verdict is gds, not verified (nothing was written, read back and compared)"
+    assert rec["ready"] is False
