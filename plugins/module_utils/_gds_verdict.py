@@ -350,8 +350,9 @@ def verdict(facts):
     if missing:
         return _result("unavailable", missing)
     if probe.get("enabled") and not probe.get("ran"):
-        return _result("unavailable", ["the probe did not run: the nvidia kernel module is not loaded and "
-                                       "libcuda.so.1 was not found in the library path"])
+        return _result("unavailable", ["the probe did not run: " + (
+            "no result from the probe child" if nvidia.get("driver_loaded") else
+            "the nvidia kernel module is not loaded and libcuda.so.1 was not found in the library path")])
     if err.get("kind") == "dlopen":
         return _result("unavailable", ["libcufile cannot be loaded: " + describe_error(err)])
     if not probe.get("enabled"):

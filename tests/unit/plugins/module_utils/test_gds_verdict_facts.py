@@ -105,6 +105,7 @@ def config(facts):
 # phrase in a reason -> the facts contradict it when this is true
 CONTRADICTIONS = {
     "no NVIDIA driver:": driver_present,
+    "nvidia kernel module is not loaded": lambda f: f["nvidia"]["driver_loaded"],
     "libcufile not found": lambda f: bool(f["libcufile"]["path"]),
     "nvidia_fs kernel module not loaded": lambda f: f["nvidia_fs"]["loaded"],
     "nvidia_fs not loaded": lambda f: f["nvidia_fs"]["loaded"],
