@@ -10,11 +10,12 @@ from __future__ import annotations
 import datetime
 import os
 
+from ansible import context
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.modules.gds_fleet_report import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import write_report
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import report_dir, write_report
 
 ENV_JOURNAL = "GDS_FLEET_JOURNAL"
 ENV_RUN = "GDS_FLEET_RUN_ID"
@@ -42,6 +43,21 @@ def read_journal(path, run_id=None):
     if run_id and start.get("run_id") != run_id:
         return [], "run journal %s belongs to another run" % path
     return events, None
+
+
+def command_line_playbooks():
+    """The playbooks given to ansible-playbook (the report directory follows the first one)."""
+    return list(context.CLIARGS.get("args") or [])
+
+
+def verified_hosts(hostvars):
+    """Every inventory host with gds facts in this run (localhost too, when it was verified)."""
+    out = []
+    for host in hostvars or []:
+        gds = ((hostvars[host] or {}).get("ansible_facts") or {}).get("gds")
+        if isinstance(gds, dict) and gds.get("mode"):
+            out.append(host)
+    return out
 
 
 def host_facts(hostvars, hosts):
@@ -75,6 +91,8 @@ class ActionModule(ActionBase):
         events, note = read_journal(journal_path, None if args["journal"] else os.environ.get(ENV_RUN))
         journal_hosts = fr.fold_journal(events)
         names = list(hosts) + [h for h in sorted(journal_hosts) if h not in hosts and h not in LOCAL_NAMES]
+        if args["verified_hosts"] and args["facts"] is None:
+            names += [h for h in verified_hosts(task_vars.get("hostvars")) if h not in names]
         facts, pending = host_facts(task_vars.get("hostvars") or {}, names)
         if args["facts"] is not None:
             facts = args["facts"]
@@ -86,10 +104,11 @@ class ActionModule(ActionBase):
         if note:
             run["note"] = note
         report = fr.build_report(records, title=args["title"], generated=now, run=run)
+        dest = report_dir(args["dest"], command_line_playbooks(), os.environ)
         try:
-            res = write_report(args["dest"], report, args["formats"], check_mode=self._task.check_mode)
+            res = write_report(dest, report, args["formats"], check_mode=self._task.check_mode)
         except (IOError, OSError) as exc:
-            result.update(failed=True, msg="cannot write the fleet report into %s: %s" % (args["dest"], exc))
+            result.update(failed=True, msg="cannot write the fleet report into %s: %s" % (dest, exc))
             return result
         result.update(changed=res["changed"], dest=res["dest"], files=res["files"], summary=report["summary"],
                       journal=journal_path if note is None else None)

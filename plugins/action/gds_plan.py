@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import gate
 
 from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTION_ONLY, argument_spec
 from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
@@ -87,9 +87,11 @@ class ActionModule(ActionBase):
         if policy is not None:
             failures += ["preflight: " + f for f in _preflight.record(result, gds, policy)]
         failures += stage_failures(stages)
-        unmet = unmet_requirement(gds, args["require_mode"]) if converged and not failures else None
-        if unmet:
-            failures.append(unmet)
+        if converged and not failures and args["require_mode"]:
+            met, unmet = gate(gds, args["require_mode"], args["require_proven"])
+            gds["require_mode"] = {"mode": args["require_mode"], "proven": args["require_proven"], "met": met}
+            if unmet:
+                failures.append(unmet)
         if failures:
             result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
             return result

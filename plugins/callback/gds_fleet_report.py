@@ -17,6 +17,8 @@ description:
     C(gds-fleet.html) with the reason.
   - The journal path is published to the run's worker processes in the environment variable
     C(GDS_FLEET_JOURNAL) (with C(GDS_FLEET_RUN_ID)); a journal from another run is never read.
+    One journal serves every playbook of the run (C(ansible-playbook a.yml b.yml) sends the
+    stats after each); it is removed after the last one.
   - When the playbook has a C(gpudirect.storage.gds_report) play but the run ended before that
     play started (C(max_fail_percentage) reached, C(any_errors_fatal)), the callback writes the
     report itself at the end, from the facts and failures it saw, into O(report_dir); hosts of
@@ -37,10 +39,11 @@ options:
         key: journal
   report_dir:
     description:
-      - Directory of the fallback report (relative paths are relative to the current directory).
+      - Directory of the fallback report. Default - the directory the
+        M(gpudirect.storage.gds_fleet_report) action uses (C(reports) under the project directory
+        of the first playbook, never the current directory; see its O(gpudirect.storage.gds_fleet_report#module:dest)).
         Keep it equal to the role's C(gds_report_dir), which defaults to the same environment variable.
     type: path
-    default: reports
     env:
       - name: GDS_REPORT_DIR
     ini:
@@ -68,7 +71,7 @@ from ansible import context
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import write_report
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import report_dir, write_report
 
 ENV_JOURNAL = "GDS_FLEET_JOURNAL"
 ENV_RUN = "GDS_FLEET_RUN_ID"
@@ -119,6 +122,7 @@ class CallbackModule(CallbackBase):
         self.play_hosts = {}  # play name -> hosts that produced a result in it
         self.report_ran = False
         self.report_play_started = False
+        self.playbooks_started = 0
 
     # -- journal --------------------------------------------------------------------------------
     def _append(self, event):
@@ -156,6 +160,7 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_start(self, playbook):
         if self.journal_path is None:
             self._open_journal()
+        self.playbooks_started += 1
         name = os.path.basename(getattr(playbook, "_file_name", "") or "playbook")
         self.playbooks.append(name)
         self._append({"event": "playbook", "name": name})
@@ -214,15 +219,26 @@ class CallbackModule(CallbackBase):
         if getattr(result.task, "action", None) in REPORT_ACTIONS:
             self.report_ran = True
 
+    def _last_playbook(self):
+        """Ansible sends the stats after EVERY playbook of ``ansible-playbook a.yml b.yml``: the
+        journal must outlive all but the last, or b.yml's report loses what a.yml recorded. A run
+        that stops early (a failed host ends the playbook loop) leaves it to the atexit removal."""
+        return self.playbooks_started >= len(context.CLIARGS.get("args") or ())
+
+    def fallback_report_dir(self):
+        return report_dir(self.get_option("report_dir"), context.CLIARGS.get("args") or (), os.environ)
+
     def v2_playbook_on_stats(self, stats):
+        last = self._last_playbook()
         try:
             aborted = self.has_report_play and not self.report_play_started and not self.report_ran
             if aborted and self.get_option("write_on_abort") and not context.CLIARGS.get("check"):
                 self._write_fallback()
         finally:
-            self._remove_journal()
-            for name in (ENV_JOURNAL, ENV_RUN):
-                os.environ.pop(name, None)
+            if last:
+                self._remove_journal()
+                for name in (ENV_JOURNAL, ENV_RUN):
+                    os.environ.pop(name, None)
 
     def _remove_journal(self):
         if self.temporary and self.journal_path and os.path.exists(self.journal_path):
@@ -243,11 +259,11 @@ class CallbackModule(CallbackBase):
         report = fr.build_report(records, title="GDS fleet readiness (run ended before its report play)",
                                  generated=now, run={"playbooks": self.playbooks, "journal": True,
                                                      "writer": "callback fallback"})
+        dest = self.fallback_report_dir()
         try:
-            res = write_report(self.get_option("report_dir"), report)
+            res = write_report(dest, report)
         except (IOError, OSError) as exc:
-            self._display.warning("gds_fleet_report: cannot write the fallback report into %s: %s"
-                                  % (self.get_option("report_dir"), exc))
+            self._display.warning("gds_fleet_report: cannot write the fallback report into %s: %s" % (dest, exc))
             return
         self._display.display("gds_fleet_report: the run ended before its report play; report written to %s"
                               % res["files"]["html"])

@@ -18,6 +18,7 @@ import re
 import sys
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_targets import classify
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import (
     parse_ofed_info, parse_os_release, parse_proc_modules)
 
@@ -165,7 +166,30 @@ class Collector(object):
             info["free_bytes"] = vfs.f_bavail * vfs.f_frsize
         except OSError:
             pass
+        info["class"] = classify(info)
         return info
+
+    def block_of(self, mnt):
+        """Kernel block device name (``nvme0n1p1``, ``dm-0``) of a mount, or None: the device
+        named in /proc/self/mounts when /sys/block knows it, else (on the real host only) the
+        one /sys/dev/block names for the mount point's st_dev (/dev/root, /dev/mapper/...),
+        else the name in /proc/self/mounts as it stands."""
+        dev = mnt.get("device") or ""
+        name = None
+        if dev.startswith("/dev/"):
+            name = os.path.basename(os.path.realpath(dev) if self.paths.root == "/" else dev)
+        block = self.paths.sys_block
+        if name and (os.path.exists(os.path.join(block, name)) or glob.glob(os.path.join(block, "*", name))):
+            return name
+        if self.paths.proc_root == "/":
+            try:
+                st = os.stat(mnt["mount_point"])
+                link = os.path.join(self.paths.sys_dev_block, "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)))
+                if os.path.exists(link):
+                    return os.path.basename(os.path.realpath(link))
+            except OSError:
+                pass
+        return name  # the name /proc/self/mounts gives (a re-rooted /sys does not know it)
 
     # -- libraries and cufile.json ---------------------------------------------------------------
     def library_dirs(self):

@@ -11,6 +11,7 @@ import os
 import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
+from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_targets as targets
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_verdict as verdict_mod
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts import Collector
 
@@ -23,12 +24,13 @@ LIMITS = {"probe_size_mb": (1, 65536), "probe_threads": (0, 64), "probe_device":
 def argument_spec():
     return dict(
         probe=dict(type="bool", default=True),
-        probe_path=dict(type="list", elements="path", default=["/var/tmp"]),
+        probe_path=dict(type="list", elements="path", default=[targets.AUTO]),
         probe_size_mb=dict(type="int", default=64),
         probe_threads=dict(type="int", default=0),
         probe_device=dict(type="int", default=0),
         probe_timeout=dict(type="int", default=60),
         require_mode=dict(type="str", choices=["gds", "p2pdma", "compat"]),
+        require_proven=dict(type="bool", default=True),
         cufile_lib=dict(type="path"),
         cufile_env_path_json=dict(type="path"),
         gather_cuda=dict(type="bool", default=True),
@@ -42,9 +44,13 @@ def check_params(params):
             return "%s=%s is out of range: it must be between %d and %d" % (name, params[name], low, high)
     if params["probe"] and not params["probe_path"]:
         return "probe_path must name at least one directory when probe=true"
+    if params["probe_path"] == [targets.AUTO]:
+        return None
     for path in params["probe_path"]:
+        if path == targets.AUTO:
+            return "probe_path: auto stands alone (it picks the directories itself), not beside other paths"
         if not path.startswith("/"):
-            return "probe_path entry %r must be an absolute path" % path
+            return "probe_path entry %r must be an absolute path (or probe_path: auto)" % path
     return None
 
 
@@ -121,6 +127,7 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
     libs = col.libraries(params.get("cufile_lib"))
     cufile = col.cufile_configs(params.get("cufile_env_path_json"))
     mounts = parse.parse_mounts(col.read("proc_mounts", ""))
+    probe_paths, auto, auto_warning = targets.resolve(params["probe_path"], mounts, col.block_of)
     facts = {
         "host": col.host_info(),
         "kernel": {"release": paths.kernel_release(), "modules": modules},
@@ -130,9 +137,10 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
         "libcufile": libs["libcufile"],
         "cufile": cufile,
         "storage": {"nvme": col.nvme(), "iommu": col.iommu(),
-                    "probe_paths": [col.storage(p, mounts) for p in params["probe_path"]]},
+                    "probe_paths": [col.storage(p, mounts) for p in probe_paths], "auto": auto},
         "secure_boot": col.secure_boot(),
         "ofed": col.ofed(),
+        "warnings": [auto_warning] if auto_warning else [],
     }
     driver_evidence = nvidia["driver_loaded"] or libs["libcuda"] is not None
     want_probe = bool(params["probe"] and libs["libcufile"].get("path") and driver_evidence)

@@ -337,12 +337,10 @@ def node_from_facts(name, facts, pod):
     return out
 
 
-def requirement_problem(node, required, require_proven=None):
-    """The gate of gds_facts (``_gds_verdict.unmet_requirement``) applied to one node."""
-    kwargs = {}
-    if require_proven is not None and "require_proven" in inspect.signature(verdict_mod.unmet_requirement).parameters:
-        kwargs["require_proven"] = require_proven
-    return verdict_mod.unmet_requirement(node, required, **kwargs) if required else None
+def requirement_problem(node, required, require_proven=True):
+    """The gate of gds_facts (``_gds_verdict.gate``) applied to one node: None when met, else why."""
+    ok, why = verdict_mod.gate(node, required, require_proven=require_proven is not False)
+    return None if ok else why
 
 
 # --- node labels ----------------------------------------------------------------------------------

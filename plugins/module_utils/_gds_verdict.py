@@ -15,6 +15,7 @@ import errno as _errno
 import os
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_targets import classify
 
 MODES = ("gds", "p2pdma", "compat", "unavailable", "failed")
 RANK = {"gds": 3, "p2pdma": 2, "compat": 1, "failed": 0, "unavailable": 0}
@@ -62,8 +63,6 @@ HINTS = {
 }
 # CUfileFeatureFlags bit 4 (P2P_SUPPORTED, CUDA 12.8+): PCI P2PDMA available.
 FFLAG_P2P = 1 << 4
-GDS_FS_TYPES = ("lustre", "wekafs", "gpfs", "beegfs", "nfs", "nfs4", "scatefs")
-GDS_TRANSPORTS = ("nvme",)
 
 
 def cufile_error_name(code):
@@ -83,8 +82,9 @@ def cuda_error_name(code, name=None):
     return "%s (%d)" % (name or CUDA_ERRORS.get(code, "CUresult"), code)
 
 
-def describe_error(err):
-    """One readable sentence for an error dict reported by the probe child."""
+def describe_error(err, hint=True):
+    """One readable sentence for an error dict reported by the probe child; ``hint=False`` leaves
+    out the generic hint of the error code (the storage class already says why)."""
     if not err:
         return None
     step = err.get("step") or "probe"
@@ -93,7 +93,7 @@ def describe_error(err):
         text = "%s failed: %s" % (step, cufile_error_name(err.get("err")))
         if err.get("cu_err"):
             text += ", CUDA %s" % cuda_error_name(err["cu_err"])
-        hint = HINTS.get(err.get("err"))
+        hint = HINTS.get(err.get("err")) if hint else None
         return text + (" - " + hint if hint else "")
     if kind == "cuda":
         return "%s failed: %s" % (step, cuda_error_name(err.get("code"), err.get("name")))
@@ -113,7 +113,7 @@ def describe_error(err):
         text = "open(O_CREAT|O_DIRECT) of %s failed: %s (%s)" % (
             err.get("file"), _errno.errorcode.get(code, code), err.get("strerror"))
         if code == _errno.EINVAL:
-            text += " - the file system does not support O_DIRECT (tmpfs, overlay?)"
+            text += " - the file system refused O_DIRECT"
         return text
     if kind == "dlopen":
         return "%s failed: %s" % (step, err.get("message"))
@@ -124,17 +124,49 @@ def describe_error(err):
 
 
 def meets(mode, required):
-    """True when ``mode`` is at least ``required`` (gds > p2pdma > compat)."""
+    """True when ``mode`` is at least ``required`` (gds > p2pdma > compat). The mode only: a
+    requirement is held with :func:`gate`, which also asks for the I/O."""
     if not required:
         return True
     return RANK.get(mode, 0) >= RANK[required] and mode in REQUIRABLE
 
 
-def unmet_requirement(facts, required):
-    """The failure message when the verdict in ``facts`` is weaker than ``required``, else None."""
-    if meets(facts.get("mode"), required):
-        return None
-    return "GDS verdict %s is weaker than the required %s: %s" % (facts.get("mode"), required, facts.get("reason"))
+NOTHING_WRITTEN = "nothing was written, read back and compared"
+
+
+def gate(facts, require_mode, require_proven=True):
+    """(ok, why): is the verdict in ``facts`` (the gds facts: mode, verified, proven, reason,
+    probe) good enough for ``require_mode``? THE gate of the collection (gds_facts, gds_plan,
+    the gds_verify role, the fleet report's ready count, the Kubernetes node probe).
+
+    A requirement is met only by a verified probe (bytes written, read back, compared equal);
+    ``gds`` also needs the path proven by the nvidia-fs Writes/Reads counters, unless
+    ``require_proven`` is false (weaker: trusts "nvidia_fs loaded, no compat fallback logged").
+    An inferred verdict (probe=false) never meets a requirement. ``why`` is None when met."""
+    if not require_mode:
+        return True, None
+    if require_mode not in REQUIRABLE:
+        raise ValueError("require_mode must be one of %s, not %r" % (", ".join(REQUIRABLE), require_mode))
+    mode = facts.get("mode")
+    reason = facts.get("reason") or "no reason given"
+    probe = facts.get("probe") if isinstance(facts.get("probe"), dict) else {}
+    inferred = probe.get("enabled") is False
+    if not meets(mode, require_mode):
+        why = "GDS verdict %s is weaker than the required %s: %s" % (mode, require_mode, reason)
+        if not facts.get("verified") and "nothing was written" not in why:
+            why += " (%s)" % ("inferred without a probe (probe=false): nothing was written" if inferred
+                              else NOTHING_WRITTEN)
+        return False, why
+    if inferred:
+        return False, ("GDS verdict %s was inferred without a probe (probe=false): nothing was written, so it "
+                       "cannot meet require_mode=%s; run the probe (probe=true)" % (mode, require_mode))
+    if not facts.get("verified"):
+        return False, "GDS verdict %s is not verified (%s): %s" % (mode, NOTHING_WRITTEN, reason)
+    if require_mode == "gds" and require_proven and not facts.get("proven"):
+        return False, ("GDS verdict gds is not proven: the nvidia-fs Writes/Reads counters did not show the probe's "
+                       "I/O (load nvidia_fs with rw_stats_enabled=1), or set require_proven=false to accept an "
+                       "unproven gds (weaker): %s" % reason)
+    return True, None
 
 
 # cufile.log words that explain a failed step; lines with them are quoted first.
@@ -157,18 +189,11 @@ def _compat_logged(entries):
     return [e for e in entries or [] if "compat" in e["message"].lower()]
 
 
-def _storage_reason(storage):
+def storage_class(storage):
+    """The probe path's class (_gds_targets.classify), as Collector.storage stored it or computed now."""
     if not storage:
-        return None
-    fstype = storage.get("fstype")
-    if fstype in GDS_FS_TYPES:
-        return None
-    dev = storage.get("block_device")
-    transport = storage.get("transport")
-    if transport in GDS_TRANSPORTS:
-        return None
-    return "%s on %s (%s device) is not a GDS-capable device: nvidia-fs serves local ext4/xfs on NVMe/NVMe-oF" % (
-        fstype or "file system", "/dev/" + dev if dev else storage.get("device") or "?", transport or "unknown")
+        return {}
+    return storage.get("class") or classify(storage)
 
 
 def _udev_reason(storage):
@@ -192,15 +217,21 @@ def path_verdict(entry, storage, context):
     out = {"path": entry.get("path"), "write_gbps": entry.get("write_gbps"), "read_gbps": entry.get("read_gbps"),
            "verified_bytes": (entry.get("verify") or {}).get("verified_bytes", 0), "proven": False}
     err = entry.get("error")
+    cls = storage_class(storage)
+    not_gds = cls.get("reason")
     if err:
-        reasons = [describe_error(err)]
-        if err.get("step") == "cuFileHandleRegister":
+        cause = not_gds if cls.get("blocks_register") else None  # tmpfs, overlay, LVM, md: the real cause
+        reasons = [cause] if cause else []
+        reasons.append(describe_error(err, hint=not cause))
+        if err.get("step") == "cuFileHandleRegister" and not cause:
             udev = _udev_reason(storage)
             if udev:
                 reasons.append(udev)
+        if not_gds and not cause:
+            reasons.append(not_gds)
         reasons += ["cufile.log: " + t for t in _log_text([e for e in log if e["level"] in ("ERROR", "WARN")],
                                                           step=err.get("step"))]
-        out.update(mode="failed", reasons=reasons, error=dict(err, text=reasons[0]))
+        out.update(mode="failed", reasons=reasons, error=dict(err, text=describe_error(err)))
         return out
     stats = entry.get("nvfs_stats") or [None, None, None]
     parsed = [parse.parse_nvfs_stats(s) if s else None for s in stats]
@@ -233,9 +264,8 @@ def path_verdict(entry, storage, context):
     if not nvfs:
         reasons.insert(0, "nvidia_fs kernel module not loaded" + (
             "" if params.get("use_pci_p2pdma") else " (and properties.use_pci_p2pdma is off)"))
-    storage_reason = _storage_reason(storage)
-    if storage_reason:
-        reasons.append(storage_reason)
+    if not_gds:
+        reasons.append(not_gds)
     reasons += ["cufile.log: " + t for t in _log_text(compat_lines, 3)]
     out.update(mode="compat", proven=not nvfs or wdelta is not None, reasons=reasons or [
         "libcufile used its POSIX compat path"])
@@ -285,6 +315,27 @@ def _inferred(facts):
     return _result("compat", ["nvidia_fs kernel module not loaded", note])
 
 
+def driver_seen(facts):
+    """Any sign of the NVIDIA driver: the kernel module, NVML answering, a driver version, GPUs."""
+    nvidia = facts.get("nvidia") or {}
+    return bool(nvidia.get("driver_loaded") or nvidia.get("nvml_ok") or nvidia.get("driver_version")
+                or facts.get("gpus"))
+
+
+def _missing(facts):
+    """Every missing component the facts show missing (never one they show present), driver first."""
+    nvidia = facts.get("nvidia") or {}
+    lib = facts.get("libcufile") or {}
+    reasons = []
+    if not driver_seen(facts):
+        reasons.append("no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing")
+    elif facts.get("gpus") == [] and nvidia.get("nvml_ok"):
+        reasons.append("no NVIDIA GPU: NVML reports 0 devices")
+    if not lib.get("path"):
+        reasons.append("libcufile not found (searched %s)" % ", ".join(lib.get("searched") or []))
+    return reasons
+
+
 def verdict(facts):
     """The host's mode from the gathered facts (see _gds_facts.gather for their shape)."""
     nvidia = facts.get("nvidia") or {}
@@ -295,14 +346,13 @@ def verdict(facts):
         return _result("unavailable", ["no NVIDIA driver user space: " + describe_error(err)])
     if err.get("kind") == "cuda" and err.get("code") in NO_GPU_CUDA_ERRORS:
         return _result("unavailable", ["no usable NVIDIA GPU: " + describe_error(err)])
-    if not probe.get("ran"):
-        if not nvidia.get("driver_loaded"):
-            return _result("unavailable", [
-                "no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing"])
-        if facts.get("gpus") == [] and nvidia.get("nvml_ok"):
-            return _result("unavailable", ["no NVIDIA GPU: NVML reports 0 devices"])
-    if not lib.get("path"):
-        return _result("unavailable", ["libcufile not found (searched %s)" % ", ".join(lib.get("searched") or [])])
+    missing = _missing(facts) if not probe.get("ran") or not lib.get("path") else []
+    if missing:
+        return _result("unavailable", missing)
+    if probe.get("enabled") and not probe.get("ran"):
+        return _result("unavailable", ["the probe did not run: " + (
+            "no result from the probe child" if nvidia.get("driver_loaded") else
+            "the nvidia kernel module is not loaded and libcuda.so.1 was not found in the library path")])
     if err.get("kind") == "dlopen":
         return _result("unavailable", ["libcufile cannot be loaded: " + describe_error(err)])
     if not probe.get("enabled"):

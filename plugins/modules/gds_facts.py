@@ -44,12 +44,21 @@ options:
     default: true
   probe_path:
     description:
-      - Directories to probe (a list, or a comma-separated string). Each must be on the file
-        system whose data path you want to know, and support C(O_DIRECT) (tmpfs does not).
+      - Directories to probe (a list, or a comma-separated string), or V(auto). Each must be on the
+        file system whose data path you want to know.
+      - V(auto) picks the mounted data file systems GDS can serve, read from C(/proc/self/mounts)
+        and C(/sys/block) - ext4/xfs on NVMe or NVMe-oF (the root file system through C(/var/tmp)),
+        Lustre, GPFS, WekaFS, BeeGFS and NFS mounted with C(proto=rdma); read-only mounts and at
+        most 8 are taken. When none qualifies it probes C(/var/tmp) and returns a warning (also in
+        C(gds.warnings)) that names why each mount was left out. C(gds.storage.auto) lists the picks.
+      - Every probe path is classified before the probe (C(gds.storage.probe_paths[].class)) and a
+        path GDS cannot serve says why in the reason - tmpfs or overlay (no O_DIRECT to storage),
+        device-mapper/LVM or md RAID (libcufile cannot classify them), a loop device, the root file
+        system on a non-NVMe disk, NFS without RDMA.
       - With several paths the host's mode is the weakest of them.
     type: list
     elements: path
-    default: [/var/tmp]
+    default: [auto]
   probe_size_mb:
     description:
       - Size of the probe write and read in MiB (1-65536). 64 MiB crosses the 16 MiB direct I/O
@@ -75,10 +84,21 @@ options:
     default: 60
   require_mode:
     description:
-      - Fail the host when the verdict is weaker than this (V(gds) > V(p2pdma) > V(compat)).
-        The facts are returned in the failed result too.
+      - Fail the host unless the probe verified its data (written, read back and compared equal)
+        and the verdict is at least this (V(gds) > V(p2pdma) > V(compat)). V(gds) also needs the
+        path proven by the nvidia-fs counters (see O(require_proven)).
+      - An inferred verdict (O(probe=false)) never meets a requirement - nothing was written.
+      - The facts are returned in the failed result too.
     type: str
     choices: [gds, p2pdma, compat]
+  require_proven:
+    description:
+      - With O(require_mode=gds), also require the nvidia-fs Writes/Reads counters to move during
+        the probe (C(rw_stats_enabled=1)).
+      - V(false) is WEAKER - it accepts a verified probe with nvidia_fs loaded and no compat-mode
+        fallback in cufile.log as V(gds), without counters to prove the data went through nvidia-fs.
+    type: bool
+    default: true
   cufile_lib:
     description: Path of the libcufile to probe. Default - the first C(libcufile.so.0) found in
       C(LD_LIBRARY_PATH), C(/usr/local/cuda*/lib64), the C(ld.so.conf) directories and the system
@@ -150,6 +170,10 @@ ansible_facts:
           description: The reasons, one per item.
           type: list
           elements: str
+        warnings:
+          description: Warnings of the gathering (for example O(probe_path=auto) finding no GDS-capable mount).
+          type: list
+          elements: str
         host:
           description:
             - The host itself, so read-only checks need no C(setup) round trip. C(os) from
@@ -187,7 +211,10 @@ ansible_facts:
               with path, exists, sha256; C(valid) and C(findings) when the action plugin validated them.
           type: dict
         storage:
-          description: NVMe devices, IOMMU mode and, per probe path, mount point, fstype, block device and udev data.
+          description:
+            - NVMe devices, IOMMU mode and, per probe path, mount point, fstype, block device, udev
+              data and C(class) (kind, gds_capable, reason); C(auto) - the mounts O(probe_path=auto)
+              picked and skipped (with why), and whether it fell back to C(/var/tmp).
           type: dict
         probe:
           description: The probe run - rc, signal, last step, per-path results and verdicts, timing, cufile.log lines.
@@ -209,7 +236,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_gather import argument_spec, check_params, gather
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import gate
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
 
@@ -220,10 +247,12 @@ def main():
     if problem:
         module.fail_json(msg=problem)
     facts = gather(module.params, HostPaths(), Runner(module), tmp_root=module.tmpdir)
+    for warning in facts.get("warnings") or []:
+        module.warn(warning)
     required = module.params["require_mode"]
     if required:
-        problem = unmet_requirement(facts, required)
-        facts["require_mode"] = {"mode": required, "met": problem is None}
+        met, problem = gate(facts, required, module.params["require_proven"])
+        facts["require_mode"] = {"mode": required, "proven": module.params["require_proven"], "met": met}
         if problem:
             module.fail_json(msg=problem, ansible_facts={"gds": facts})
     module.exit_json(changed=False, ansible_facts={"gds": facts})

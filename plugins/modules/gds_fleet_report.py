@@ -31,10 +31,22 @@ options:
       - Default - the hosts of group C(gds_hosts), or every inventory host but C(localhost).
     type: list
     elements: str
+  verified_hosts:
+    description:
+      - Also report every inventory host that has C(ansible_facts.gds) in this run (the hosts the
+        play verified, C(localhost) included), whatever O(hosts) says - so C(verify.yml -i localhost,)
+        reports C(localhost). Not with O(facts), which names the hosts' facts itself.
+    type: bool
+    default: true
   dest:
-    description: Directory of the report files; created when missing. Relative to the current directory.
+    description:
+      - Directory of the report files; created when missing. It never depends on the current
+        directory - default C($GDS_REPORT_DIR), else C(reports); a relative path is taken under
+        the project directory, the directory of the first playbook on the C(ansible-playbook)
+        command line, or its parent when that directory is named C(playbooks) (in a checkout of
+        this collection - C(<checkout>/reports)). A playbook named by its collection name
+        (C(gpudirect.storage.verify)) writes under C(~/.ansible) (C(~/.ansible/gds-reports)).
     type: path
-    default: reports
   formats:
     description: Files to write besides C(gds-fleet.json), which is always written.
     type: list
@@ -126,7 +138,8 @@ from ansible.module_utils.basic import AnsibleModule
 def argument_spec():
     return dict(
         hosts=dict(type="list", elements="str"),
-        dest=dict(type="path", default="reports"),
+        verified_hosts=dict(type="bool", default=True),
+        dest=dict(type="path"),
         formats=dict(type="list", elements="str", choices=["json", "md", "html"], default=["json", "md", "html"]),
         title=dict(type="str", default="GDS fleet readiness"),
         facts=dict(type="dict"),

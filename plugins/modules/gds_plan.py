@@ -60,11 +60,19 @@ options:
     type: dict
   require_mode:
     description:
-      - Fail a converged host whose verdict is weaker than this (V(gds) > V(p2pdma) > V(compat));
-        empty, report only.
+      - Fail a converged host unless its probe verified the data (written, read back, compared)
+        and its verdict is at least this (V(gds) > V(p2pdma) > V(compat)); empty, report only.
+        The same gate as M(gpudirect.storage.gds_facts) - an inferred verdict (C(facts.probe=false))
+        never meets it; V(gds) also needs the nvidia-fs counters (O(require_proven)).
     type: str
     default: ""
     choices: ["", gds, p2pdma, compat]
+  require_proven:
+    description:
+      - With O(require_mode=gds), also require the nvidia-fs Writes/Reads counters to prove the
+        path. V(false) is weaker (a verified probe with nvidia_fs loaded and no compat fallback logged).
+    type: bool
+    default: true
   rollout_group:
     description: Group of the hosts a stage would change.
     type: str
@@ -126,7 +134,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds_plan import
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
 
-ACTION_ONLY = ("preflight", "require_mode", "rollout_group", "converged_group")
+ACTION_ONLY = ("preflight", "require_mode", "require_proven", "rollout_group", "converged_group")
 
 
 def argument_spec():
@@ -137,6 +145,7 @@ def argument_spec():
         facts=dict(type="dict", default={"probe": False}),
         preflight=dict(type="dict"),
         require_mode=dict(type="str", default="", choices=["", "gds", "p2pdma", "compat"]),
+        require_proven=dict(type="bool", default=True),
         rollout_group=dict(type="str", default="gds_rollout"),
         converged_group=dict(type="str", default="gds_converged"),
     )
@@ -148,6 +157,8 @@ def main():
         out = plan(module, module.params, HostPaths(), Runner(module))
     except StageFailed as exc:
         module.fail_json(msg=exc.msg, **exc.details)
+    for warning in out["facts"].get("warnings") or []:
+        module.warn(warning)
     module.exit_json(changed=False, stages=out["stages"], converged=out["converged"],
                      ansible_facts={"gds": out["facts"]})
 

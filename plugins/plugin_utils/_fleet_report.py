@@ -12,7 +12,8 @@ page is rendered by ``_fleet_report_html``; the files are written by the
 Record of one host (``gds-fleet.json`` ``hosts[]``)::
 
     host, status (ok | failed | unreachable | unknown), mode (gds | p2pdma | compat |
-    unavailable | failed | unknown), reason, reasons, verified, proven, versions{kernel,
+    unavailable | failed | unknown), ready (status ok and the gds gate met: a verified probe, the
+    path proven unless the host ran with require_proven=false), reason, reasons, verified, proven, versions{kernel,
     nvidia_driver, nvidia_kernel_module, cuda_driver, nvidia_fs, libcufile, ofed},
     throughput{write_gbps, read_gbps, size_mb}, gpus, failed_checks[{check, detail}],
     failure{play, task, role, action, msg} (what stopped the host), recovered, reboot_pending,
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import json
 import re
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import gate
 
 SCHEMA = "gpudirect.storage/gds-fleet/1"
 MODES = ("gds", "p2pdma", "compat", "unavailable", "failed", "unknown")
@@ -168,7 +171,8 @@ def _fact_checks(facts):
     req = facts.get("require_mode") or {}
     if req.get("mode") and req.get("met") is False:
         checks.append({"check": "verdict meets require_mode=%s" % req["mode"],
-                       "detail": "verdict is %s" % facts.get("mode")})
+                       "detail": "verdict is %s%s" % (facts.get("mode"), "" if facts.get("verified") else
+                                                      ", not verified (nothing was written, read back and compared)")})
     if facts.get("mode") == "failed":
         checks.append({"check": "cuFile probe", "detail": _text(facts.get("reason"))})
     return checks
@@ -182,6 +186,13 @@ def _failure_reason(failure):
         return "not reached: %s" % (failure.get("msg") or "the run ended before this host's turn")
     verb = "unreachable during" if failure.get("kind") == "unreachable" else "failed at"
     return "%s %s: %s" % (verb, where, failure.get("msg") or "no message")
+
+
+def ready_for_gds(facts):
+    """The host's verdict meets ``require_mode=gds`` through THE gate (_gds_verdict.gate), with
+    the host's own require_proven when it ran with one (default: proof required)."""
+    req = facts.get("require_mode") if isinstance(facts.get("require_mode"), dict) else {}
+    return bool(facts.get("mode")) and gate(facts, "gds", req.get("proven", True) is not False)[0]
 
 
 def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pending=None):
@@ -214,6 +225,7 @@ def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pe
         "source": "ssh",
         "status": status,
         "mode": facts.get("mode") or "unknown",
+        "ready": status == "ok" and ready_for_gds(facts),
         "reason": "; ".join(r for r in reasons if r),
         "reasons": [r for r in reasons if r],
         "verified": bool(facts.get("verified")),
@@ -263,7 +275,8 @@ def build_records(hosts, facts_by_host, journal_hosts=None, journal_enabled=True
 
 
 def summarize(records):
-    """Counts by mode and by status, and the hosts that really do GDS."""
+    """Counts by mode and by status, and the hosts that really do GDS (``ready``: verified and
+    proven, see :func:`ready_for_gds`)."""
     by_mode = dict((m, 0) for m in MODES)
     by_status = dict((s, 0) for s in STATUSES)
     for rec in records:
@@ -272,8 +285,8 @@ def summarize(records):
     tput = [r["throughput"] for r in records if r["throughput"]["write_gbps"] is not None]
     return {
         "hosts": len(records), "by_mode": by_mode, "by_status": by_status,
-        "gds_ready": sum(1 for r in records if r["mode"] == "gds" and r["status"] == "ok"),
-        "not_gds": [r["host"] for r in records if r["mode"] != "gds" or r["status"] != "ok"],
+        "gds_ready": sum(1 for r in records if r.get("ready")),
+        "not_gds": [r["host"] for r in records if not r.get("ready")],
         "probed": len(tput),
         "max_gbps": max([t["write_gbps"] or 0 for t in tput] + [t["read_gbps"] or 0 for t in tput] + [0]),
     }

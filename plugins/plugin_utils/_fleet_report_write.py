@@ -21,6 +21,32 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_ht
 
 FILES = {"json": "gds-fleet.json", "md": "gds-fleet.md", "html": "gds-fleet.html"}
 FORMATS = ("json", "md", "html")
+ENV_DIR = "GDS_REPORT_DIR"
+
+
+def project_dir(playbooks):
+    """Directory of the run's first playbook file (its parent when it is a ``playbooks``
+    directory, as in this collection), or None for a playbook named by collection name."""
+    first = next(iter(playbooks or []), None)
+    if not first or not (first.endswith((".yml", ".yaml")) or os.path.isfile(first)):
+        return None
+    base = os.path.dirname(os.path.abspath(first))
+    return os.path.dirname(base) if os.path.basename(base) == "playbooks" else base
+
+
+def report_dir(dest, playbooks, environ):
+    """Where the report goes, never depending on the current directory: ``dest``, else
+    $GDS_REPORT_DIR, else ``reports``; a relative one is taken under the project directory (see
+    :func:`project_dir`), or under ~/.ansible when the playbook was named by its collection name
+    (``ansible-playbook gpudirect.storage.verify``: ~/.ansible/gds-reports)."""
+    chosen = dest or environ.get(ENV_DIR) or None
+    if chosen and os.path.isabs(chosen):
+        return os.path.normpath(chosen)
+    base = project_dir(playbooks)
+    if base is None:
+        home = environ.get("HOME") or os.path.expanduser("~")
+        return os.path.normpath(os.path.join(home, ".ansible", chosen or "gds-reports"))
+    return os.path.normpath(os.path.join(base, chosen or "reports"))
 
 
 def render_all(report, formats=FORMATS):

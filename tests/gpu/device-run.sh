@@ -16,8 +16,11 @@
 #    (b) probe_path=/var/tmp (root fs)      -> expect failed, reason quotes cufile.log udev lines
 #    (c) CUFILE_ENV_PATH_JSON rejected      -> expect failed, libcufile's stdout line in the reason
 #    (d) CUFILE_ENV_PATH_JSON that aborts   -> expect failed with SIGABRT, the module returns
-# 5. runs bench/gpu-probe (probe vs kvikio vs dd; gds_facts wall time);
-# 6. prints a compact summary (also $OUT/summary.txt). Budget: well under 8 minutes.
+# 5. runs tests/gpu/issue14-run.sh (issue 14: the gate needs a verified probe, tmpfs named as
+#    tmpfs, probe_path auto, verify.yml -i localhost, writes <checkout>/reports with the host);
+# 6. runs bench/gpu-probe (probe vs kvikio vs dd; gds_facts wall time) - GDS_DEVICE_RUN_BENCH:
+#    full (default), short (64/256 MiB, 3 rounds, ~2 min) or 0 (skipped: the run takes ~3 min);
+# 7. prints a compact summary (also $OUT/summary.txt). Budget: well under 8 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 REPO=$PWD
@@ -29,15 +32,18 @@ T0=$(date +%s)
 step() { echo; echo "=== +$(( $(date +%s) - T0 ))s $*"; }
 
 SITE=${GDS_DEVICE_RUN_SITE:-/tmp/site}
+BENCH=${GDS_DEVICE_RUN_BENCH:-full}
+NEED="ansible, jsonschema"; [ "$BENCH" = 0 ] || NEED="$NEED, kvikio"
 step "install carried wheels into $SITE"
-if [ -x "$SITE/bin/ansible-playbook" ] && PYTHONPATH=$SITE python3 -c 'import ansible, jsonschema, kvikio' 2>/dev/null; then
+if [ -x "$SITE/bin/ansible-playbook" ] && PYTHONPATH=$SITE python3 -c "import $NEED" 2>/dev/null; then
   echo "already installed (the command line installed them first)"
 else
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
 fi
 export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH
 ansible --version | head -1
-python3 -c 'import jsonschema, kvikio; print("jsonschema", jsonschema.__version__, "kvikio", kvikio.__version__)'
+python3 -c 'import jsonschema; print("jsonschema", jsonschema.__version__)'
+[ "$BENCH" = 0 ] || python3 -c 'import kvikio; print("kvikio", kvikio.__version__)'
 /usr/bin/python3 -V
 
 step "capture host files for tests/fixtures/gds"
@@ -136,11 +142,23 @@ results.append(check("d", (facts["d"] or {}).get("mode") == "failed" and "SIGABR
 print("verify runs: %s" % ("PASS" if all(results) else "FAIL"))
 PY
 
-step "bench/gpu-probe (probe vs kvikio vs dd on $D; gds_facts wall time)"
-timeout 330 python3 bench/gpu-probe --dir "$D" --sizes 64,256,1024 --reps 5 --threads 0,1,4,8 --facts-reps 3 \
-  > "$OUT/bench.txt" 2>&1
-echo "bench rc=$?"
-sed -n '/^medians/,$p' "$OUT/bench.txt" | tee -a "$OUT/summary.txt"
+step "issue 14: the gate, tmpfs, probe_path auto, the report of verify.yml -i localhost,"
+bash tests/gpu/issue14-run.sh "$D" "$W" "$OUT"
+cat "$OUT/issue14-summary.txt" >> "$OUT/summary.txt"
+
+case "$BENCH" in
+  0) step "bench/gpu-probe skipped (GDS_DEVICE_RUN_BENCH=0)" ;;
+  short)
+    step "bench/gpu-probe, short (probe vs kvikio vs dd on $D)"
+    timeout 150 python3 bench/gpu-probe --dir "$D" --sizes 64,256 --reps 3 --threads 0,4 --facts-reps 1 \
+      > "$OUT/bench.txt" 2>&1
+    echo "bench rc=$?"; sed -n '/^medians/,$p' "$OUT/bench.txt" | tee -a "$OUT/summary.txt" ;;
+  *)
+    step "bench/gpu-probe (probe vs kvikio vs dd on $D; gds_facts wall time)"
+    timeout 330 python3 bench/gpu-probe --dir "$D" --sizes 64,256,1024 --reps 5 --threads 0,1,4,8 --facts-reps 3 \
+      > "$OUT/bench.txt" 2>&1
+    echo "bench rc=$?"; sed -n '/^medians/,$p' "$OUT/bench.txt" | tee -a "$OUT/summary.txt" ;;
+esac
 
 step "done in $(( $(date +%s) - T0 )) s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
 cat "$OUT/summary.txt"

@@ -19,7 +19,7 @@ CASES = {
     "nvidia_fs": ("gpudirect.storage.nvidia_fs", {"mok_key_passphrase"}),  # planning never signs
     "cufile": ("gpudirect.storage.cufile_config", set()),
     "gds_preflight": ("gpudirect.storage.gds_preflight", {"facts"}),  # gds_plan gathers the facts itself
-    "gds_verify": ("gpudirect.storage.gds_facts", {"require_mode"}),  # gds_plan's own option (converged hosts)
+    "gds_verify": ("gpudirect.storage.gds_facts", {"require_mode", "require_proven"}),  # gds_plan's own
 }
 
 

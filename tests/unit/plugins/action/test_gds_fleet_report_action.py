@@ -85,7 +85,8 @@ def test_run_writes_the_report_with_the_journal_reasons(journal, tmp_path):
 
 def test_run_without_the_callback_reports_unknown_hosts_and_says_why(tmp_path, monkeypatch):
     monkeypatch.delenv(action.ENV_JOURNAL, raising=False)
-    res = run_action({"dest": str(tmp_path), "hosts": ["unreachable-05", "gpu-standin-01"], "formats": ["md"]})
+    res = run_action({"dest": str(tmp_path), "hosts": ["unreachable-05", "gpu-standin-01"], "formats": ["md"],
+                      "verified_hosts": False})
     assert res["journal"] is None and "enable the gpudirect.storage.gds_fleet_report callback" in res["msg"]
     assert sorted(os.listdir(str(tmp_path))) == ["gds-fleet.json", "gds-fleet.md"]
     rec = json.load(open(res["files"]["json"]))["hosts"][1]
@@ -112,3 +113,37 @@ def test_bad_arguments_and_unwritable_dest(tmp_path):
     blocker.write_text("")
     res = run_action({"dest": str(blocker / "sub")})
     assert res["failed"] and res["msg"].startswith("cannot write the fleet report into")
+
+
+def test_hosts_verified_in_the_run_are_reported_without_a_gds_hosts_group(tmp_path):
+    """Issue 14: verify.yml -i localhost, verified localhost and wrote a report with 0 hosts."""
+    hostvars = {"localhost": {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}}}
+    groups = {"all": ["localhost"], "ungrouped": ["localhost"]}
+    res = run_action({"dest": str(tmp_path), "hosts": []}, hostvars=hostvars, groups=groups)
+    assert res["summary"]["hosts"] == 1
+    report = json.load(open(os.path.join(str(tmp_path), "gds-fleet.json")))
+    assert [r["host"] for r in report["hosts"]] == ["localhost"] and report["hosts"][0]["mode"] == "compat"
+
+
+def test_verified_hosts_join_the_group_hosts_unless_turned_off(tmp_path):
+    hostvars = dict(HOSTVARS, **{"extra-gpu-09": {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}}})
+    groups = dict(GROUPS, all=sorted(hostvars))
+    res = run_action({"dest": str(tmp_path), "hosts": ["gpu-standin-01"]}, hostvars=hostvars, groups=groups)
+    assert res["summary"]["hosts"] == 4  # + the two other hosts with gds facts
+    res = run_action({"dest": str(tmp_path), "hosts": ["gpu-standin-01"], "verified_hosts": False},
+                     hostvars=hostvars, groups=groups)
+    assert res["summary"]["hosts"] == 1
+
+
+def test_default_dest_is_beside_the_playbooks_not_the_current_directory(tmp_path, monkeypatch):
+    project = tmp_path / "proj"
+    (project / "playbooks").mkdir(parents=True)
+    (project / "playbooks" / "verify.yml").write_text("[]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(str(elsewhere))
+    monkeypatch.delenv("GDS_REPORT_DIR", raising=False)
+    monkeypatch.setattr(action, "command_line_playbooks", lambda: [str(project / "playbooks" / "verify.yml")])
+    res = run_action({"hosts": ["gpu-standin-01"]})
+    assert res["dest"] == str(project / "reports") and os.path.isfile(str(project / "reports" / "gds-fleet.json"))
+    assert os.listdir(str(elsewhere)) == []

@@ -68,13 +68,35 @@ def test_preflight_warnings_are_warnings():
     assert not result.get("failed") and result["warnings"][0].startswith("Secure Boot is enabled")
 
 
+def probed(mode, verified=True, proven=True):
+    return facts(mode=mode, verified=verified, proven=proven, probe={"enabled": True, "ran": True})
+
+
 @pytest.mark.parametrize("mode, required, ok", [("compat", "compat", True), ("compat", "gds", False),
                                                 ("unavailable", "compat", False)])
 def test_require_mode_is_held_on_converged_hosts(mode, required, ok):
-    result, _execute = run_action({"require_mode": required}, module_result(gds=facts(mode=mode)))
+    result, _execute = run_action({"require_mode": required}, module_result(gds=probed(mode)))
     assert bool(result.get("failed")) is not ok
+    assert result["ansible_facts"]["gds"]["require_mode"] == {"mode": required, "proven": True, "met": ok}
     if not ok:
         assert result["msg"].startswith("GDS verdict %s is weaker than the required %s" % (mode, required))
+
+
+def test_an_inferred_verdict_never_meets_require_mode_on_a_converged_host():
+    """Issue 14: facts.probe=false and nvidia_fs loaded gave an inferred gds that passed require_mode=gds."""
+    inferred = facts(mode="gds", verified=False, proven=False, probe={"enabled": False, "ran": False})
+    result, _execute = run_action({"require_mode": "gds"}, module_result(gds=inferred))
+    assert result["failed"] is True and "nothing was written" in result["msg"]
+    assert "add_group" not in result
+
+
+def test_an_unproven_gds_needs_require_proven_false():
+    result, _execute = run_action({"require_mode": "gds"}, module_result(gds=probed("gds", proven=False)))
+    assert result["failed"] is True and "not proven" in result["msg"]
+    result, execute = run_action({"require_mode": "gds", "require_proven": False},
+                                 module_result(gds=probed("gds", proven=False)))
+    assert not result.get("failed") and result["add_group"] == "gds_converged"
+    assert "require_proven" not in execute.call_args.kwargs["module_args"]  # decided here, on the controller
 
 
 def test_require_mode_waits_for_the_verify_after_the_rollout():

@@ -227,3 +227,26 @@ def test_an_unwritable_fallback_report_dir_is_a_warning_not_a_crash(callback, tm
     callback.v2_playbook_on_stats(None)
     assert len(warnings) == 1 and "cannot write the fallback report" in warnings[0]
     assert cbmod.ENV_JOURNAL not in os.environ
+
+
+def test_two_playbooks_of_one_run_share_one_journal(callback, monkeypatch):
+    """Issue 14/19: `verify.yml playbooks/report.yml` - Ansible sends the stats after EACH playbook;
+    the journal was removed after the first, and the second report claimed the callback was off."""
+    monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False, args=("verify.yml", "report.yml")))
+    run_verify(callback)
+    path, run_id = callback.journal_path, os.environ[cbmod.ENV_RUN]
+    callback.v2_playbook_on_stats(None)
+    assert os.path.exists(path) and os.environ[cbmod.ENV_JOURNAL] == path
+    callback.v2_playbook_on_start(Playbook("/x/playbooks/report.yml", []))
+    assert callback.journal_path == path and os.environ[cbmod.ENV_RUN] == run_id
+    events, note = action.read_journal(os.environ[cbmod.ENV_JOURNAL], os.environ[cbmod.ENV_RUN])
+    assert note is None and [e["host"] for e in events if e.get("host")] == ["n2", "n3"]
+    callback.v2_playbook_on_stats(None)  # the last playbook of the run
+    assert not os.path.exists(path) and cbmod.ENV_JOURNAL not in os.environ
+
+
+def test_the_fallback_report_dir_follows_the_playbook_not_the_current_directory(callback, tmp_path, monkeypatch):
+    monkeypatch.chdir(str(tmp_path))
+    monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False, args=("/srv/gds/playbooks/verify.yml",)))
+    callback._plugin_options["report_dir"] = None
+    assert callback.fallback_report_dir() == "/srv/gds/reports"

@@ -139,17 +139,19 @@ def test_labels_change_only_when_the_verdict_does():
 
 
 def test_requirement_uses_the_gds_facts_gate(monkeypatch):
-    node = {"name": "n", "mode": "compat", "reason": "nvidia_fs kernel module not loaded"}
+    node = {"name": "n", "mode": "compat", "reason": "nvidia_fs kernel module not loaded", "verified": True}
     assert np.requirement_problem(node, "gds") == \
         "GDS verdict compat is weaker than the required gds: nvidia_fs kernel module not loaded"
     assert np.requirement_problem(node, "compat") is None and np.requirement_problem(node, None) is None
+    # a node whose probe wrote nothing never meets a requirement (issue 14's gate)
+    assert "nothing was written" in np.requirement_problem(dict(node, verified=False), "compat")
     seen = {}
 
-    def gate(facts, required, require_proven=True):  # the gate issue 14 makes: require_proven passes through
+    def gate(facts, required, require_proven=True):
         seen.update(required=required, require_proven=require_proven)
-        return None
+        return True, None
 
-    monkeypatch.setattr(np.verdict_mod, "unmet_requirement", gate)
+    monkeypatch.setattr(np.verdict_mod, "gate", gate)
     np.requirement_problem(dict(node, mode="gds"), "gds", False)
     assert seen == {"required": "gds", "require_proven": False}
 

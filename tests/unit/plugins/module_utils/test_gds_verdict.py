@@ -60,7 +60,7 @@ def test_compat_names_missing_nvidia_fs_and_is_verified():
     out = v.verdict(facts())
     assert out["mode"] == "compat"
     assert out["reasons"][0].startswith("nvidia_fs kernel module not loaded")
-    assert any("loop0 (loop device)" in r for r in out["reasons"])
+    assert any("/dev/loop0, a loop device" in r for r in out["reasons"])
     assert "cufile.log: NOTICE running in compatible mode" in out["reasons"]
     assert out["verified"] is True and out["proven"] is True
     assert out["paths"][0]["write_gbps"] == 1.3
@@ -119,7 +119,8 @@ def test_relevant_log_lines_come_first():
     log = noise + parse.parse_cufile_log(text("cufile-log-gds-nvidia-fs-62-handle-register.txt"))
     entry = {"path": "/var/tmp", "ok": False, "error": {"step": "cuFileHandleRegister", "kind": "cufile", "err": 5030}}
     out = v.verdict(facts([entry], [STORAGE_ROOT], log=log))
-    assert out["reasons"][2] == "cufile.log: ERROR error creating udev_device for block device dev_no: 0:53"
+    assert out["reasons"][2].startswith("/var/tmp (ext4) is on /dev/vda (virtio device), not NVMe")  # its class
+    assert out["reasons"][3] == "cufile.log: ERROR error creating udev_device for block device dev_no: 0:53"
     assert "cufile.log: ERROR unable to get volume attributes for fd 56" in out["reasons"]
     assert [r for r in out["reasons"] if "No matching pair" in r] == [out["reasons"][-1]]  # noise last, once
 
@@ -169,7 +170,7 @@ def test_verify_mismatch_and_io_errors():
 
 def test_o_direct_refused():
     err = {"step": "open", "kind": "os", "errno": 22, "strerror": "Invalid argument", "file": "/dev/shm/x"}
-    assert "does not support O_DIRECT" in v.describe_error(err)
+    assert v.describe_error(err).endswith("the file system refused O_DIRECT")
 
 
 def test_worst_path_wins_and_each_path_is_named():
@@ -181,7 +182,10 @@ def test_worst_path_wins_and_each_path_is_named():
 
 
 @pytest.mark.parametrize("change, expect", [
-    ({"nvidia": {"driver_loaded": False}, "probe": {"enabled": True, "ran": False}}, "no NVIDIA driver: the nvidia kernel module"),
+    ({"nvidia": {"driver_loaded": False}, "gpus": [], "probe": {"enabled": True, "ran": False}},
+     "no NVIDIA driver: the nvidia kernel module"),
+    ({"nvidia": {"driver_loaded": False}, "probe": {"enabled": True, "ran": False}},  # GPUs listed: a driver is there
+     "the probe did not run: the nvidia kernel module is not loaded and libcuda.so.1 was not found"),
     ({"probe": {"enabled": True, "ran": True, "error": {"step": "load libcuda", "kind": "dlopen",
                                                         "message": "libcuda.so.1: cannot open shared object file"}}},
      "no NVIDIA driver user space: load libcuda failed: libcuda.so.1: cannot open"),
@@ -226,8 +230,36 @@ def test_error_names():
     assert v.cuda_error_name(35) == "CUDA_ERROR_INSUFFICIENT_DRIVER (35)"
 
 
-def test_unmet_requirement_names_both_modes_and_the_reason():
-    assert v.unmet_requirement({"mode": "gds", "reason": "r"}, "compat") is None
-    assert v.unmet_requirement({"mode": "compat", "reason": "r"}, "") is None
-    assert v.unmet_requirement({"mode": "compat", "reason": "no nvidia_fs"}, "gds") == \
-        "GDS verdict compat is weaker than the required gds: no nvidia_fs"
+def test_gate_names_both_modes_and_the_reason():
+    verified = {"verified": True, "proven": True, "probe": {"enabled": True}}
+    assert v.gate(dict(verified, mode="gds", reason="r"), "compat") == (True, None)
+    assert v.gate(dict(verified, mode="compat", reason="r"), "") == (True, None)
+    assert v.gate(dict(verified, mode="compat", reason="no nvidia_fs"), "gds") == \
+        (False, "GDS verdict compat is weaker than the required gds: no nvidia_fs")
+
+
+STORAGE_TMPFS = {"path": "/dev/shm", "fstype": "tmpfs", "device": "tmpfs", "mount_point": "/dev/shm",
+                 "transport": "none", "dev": "0:25", "block_device": None, "exists": True}
+
+
+def test_a_probe_on_tmpfs_says_tmpfs_and_o_direct_not_a_libcufile_classification_error():
+    """Issue 14 on the H100: /dev/shm failed cuFileHandleRegister with 5027 and the reason blamed
+    libcufile's block device classification."""
+    error = {"step": "cuFileHandleRegister", "kind": "cufile", "err": 5027, "cu_err": 0}
+    out = v.verdict(facts([{"path": "/dev/shm", "ok": False, "error": error}], [STORAGE_TMPFS], log=[]))
+    assert out["mode"] == "failed"
+    assert out["reasons"][0].startswith("/dev/shm is tmpfs: memory, no block device and no O_DIRECT")
+    assert "could not classify" not in out["reason"]
+    assert "CU_FILE_HANDLE_NOT_REGISTERED (5027)" in out["reason"]  # the error is still named
+
+
+def test_an_o_direct_refusal_does_not_guess_the_file_system():
+    err = {"step": "open", "kind": "os", "errno": 22, "strerror": "Invalid argument", "file": "/mnt/gds/x"}
+    out = v.verdict(facts([{"path": "/mnt/gds", "ok": False, "error": err}], [STORAGE_LOOP], log=[]))
+    assert "tmpfs" not in out["reason"] and "refused O_DIRECT" in out["reason"]
+    assert "/mnt/gds (ext4) is on /dev/loop0, a loop device" in out["reason"]
+
+
+def test_compat_on_a_loop_device_names_the_loop_device_first_class():
+    out = v.verdict(facts())
+    assert any("a loop device (a file on another file system)" in r for r in out["reasons"])

@@ -33,7 +33,8 @@ def test_gpu_less_host_is_unavailable_with_reason(gpu_less, check_mode):
     assert res["changed"] is False and not res.get("failed")
     gds = res["ansible_facts"]["gds"]
     assert gds["mode"] == "unavailable"
-    assert gds["reason"] == "no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing"
+    assert gds["reasons"][0] == "no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing"
+    assert gds["reasons"][1].startswith("libcufile not found (searched ")  # every missing component is named
     assert gds["probe"]["ran"] is False and gds["verified"] is False
     assert gds["kernel"]["release"] == "6.18.44-standin"
     assert gds["cufile"]["files"][0] == {"path": "/etc/cufile.json", "role": "global", "exists": False}
@@ -44,7 +45,7 @@ def test_require_mode_fails_with_reason_and_facts(gpu_less):
     res = run_module(gds_facts.main, {"probe_path": [gpu_less], "require_mode": "compat"})
     assert res["failed"] is True
     assert res["msg"].startswith("GDS verdict unavailable is weaker than the required compat: no NVIDIA driver")
-    assert res["ansible_facts"]["gds"]["require_mode"] == {"mode": "compat", "met": False}
+    assert res["ansible_facts"]["gds"]["require_mode"] == {"mode": "compat", "proven": True, "met": False}
 
 
 def test_overlay_config_is_returned_for_validation(gpu_less, tmp_path):
@@ -86,3 +87,63 @@ def test_probe_through_the_module(tmp_path, monkeypatch):
     assert gds["probe"]["paths"][0]["verify"]["verified_bytes"] == 4 << 20
     assert gds["libcufile"]["path"] == os.path.join(libs, "libcufile.so.0")
     assert list(data.iterdir()) == []
+
+
+@pytest.mark.skipif(standin.gcc() is None, reason="needs a C compiler for the libcufile stand-in")
+@pytest.mark.parametrize("required", ["gds", "compat"])
+def test_an_inferred_verdict_never_meets_require_mode(tmp_path, monkeypatch, required):
+    """Issue 14: probe=false with nvidia_fs loaded inferred gds, and require_mode=gds passed."""
+    libs = standin.build(str(tmp_path / "libs"))
+    host, proc = standin.fake_host(str(tmp_path), nvfs=True)
+    monkeypatch.setenv("GPUDIRECT_HOST_ROOT", host)
+    monkeypatch.setenv("GPUDIRECT_PROC_ROOT", proc)
+    monkeypatch.setenv("LD_LIBRARY_PATH", libs)
+    res = run_module(gds_facts.main, {"probe": False, "require_mode": required, "gather_cuda": False})
+    gds = res["ansible_facts"]["gds"]
+    assert gds["mode"] == "gds" and gds["verified"] is False
+    assert res["failed"] is True and "nothing was written" in res["msg"] and "probe=false" in res["msg"]
+    assert gds["require_mode"] == {"mode": required, "proven": True, "met": False}
+
+
+def fake_mounts(proc, text, blocks):
+    with open(os.path.join(proc, "proc/self/mounts"), "w") as f:
+        f.write(text)
+    for name in blocks:
+        os.makedirs(os.path.join(proc, "sys/block", name), exist_ok=True)
+
+
+def test_probe_path_auto_is_the_default_and_picks_the_nvme_data_mounts(tmp_path, monkeypatch):
+    host, proc = standin.fake_host(str(tmp_path))
+    data = tmp_path / "nvme-data"
+    data.mkdir()
+    fake_mounts(proc, "/dev/vda / ext4 rw 0 0\n/dev/nvme0n1 %s xfs rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n" % data,
+                ["vda", "nvme0n1"])
+    monkeypatch.setenv("GPUDIRECT_HOST_ROOT", host)
+    monkeypatch.setenv("GPUDIRECT_PROC_ROOT", proc)
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    res = run_module(gds_facts.main, {"probe": False})
+    gds = res["ansible_facts"]["gds"]
+    assert gds["storage"]["auto"]["picked"] == [str(data)] and gds["storage"]["auto"]["fallback"] is False
+    assert [p["path"] for p in gds["storage"]["probe_paths"]] == [str(data)]
+    assert gds["storage"]["probe_paths"][0]["class"]["kind"] == "nvme"
+    assert gds["warnings"] == []
+
+
+def test_probe_path_auto_without_a_gds_mount_falls_back_to_var_tmp_with_a_warning(tmp_path, monkeypatch):
+    host, proc = standin.fake_host(str(tmp_path))
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))),
+                           "fixtures", "gds", "mounts-gpu-host.constructed.txt")) as f:
+        fake_mounts(proc, f.read(), ["vda", "loop0", "loop1"])
+    monkeypatch.setenv("GPUDIRECT_HOST_ROOT", host)
+    monkeypatch.setenv("GPUDIRECT_PROC_ROOT", proc)
+    res = run_module(gds_facts.main, {"probe": False, "probe_path": ["auto"]})
+    gds = res["ansible_facts"]["gds"]
+    assert [p["path"] for p in gds["storage"]["probe_paths"]] == ["/var/tmp"]
+    assert gds["storage"]["auto"]["fallback"] is True
+    assert gds["warnings"][0].startswith("probe_path=auto found no mounted file system GDS can serve")
+    assert "a loop device" in gds["warnings"][0] and "the root file system on /dev/vda" in gds["warnings"][0]
+
+
+def test_probe_path_auto_does_not_mix_with_paths(gpu_less):
+    res = run_module(gds_facts.main, {"probe_path": ["auto", gpu_less]})
+    assert res["failed"] is True and res["msg"].startswith("probe_path: auto stands alone")

@@ -212,6 +212,19 @@ def test_summary_counts_by_mode_and_status():
     assert s["probed"] == 3 and s["max_gbps"] == 18.2
 
 
+def test_ready_counts_only_verified_hosts_that_meet_the_gds_gate():
+    """Issue 14: an inferred gds (probe=false) or an unproven gds was counted as ready."""
+    inferred = dict(GDS_FACTS, verified=False, proven=False, probe={"enabled": False, "ran": False})
+    unproven = dict(GDS_FACTS, proven=False)
+    opted_out = dict(GDS_FACTS, proven=False, require_mode={"mode": "gds", "proven": False, "met": True})
+    facts = {"gds-1": GDS_FACTS, "inferred-2": inferred, "unproven-3": unproven, "opted-out-4": opted_out}
+    records = fr.build_records(sorted(facts), facts)
+    ready = dict((r["host"], r["ready"]) for r in records)
+    assert ready == {"gds-1": True, "inferred-2": False, "unproven-3": False, "opted-out-4": True}
+    s = fr.summarize(records)
+    assert s["gds_ready"] == 2 and s["not_gds"] == ["inferred-2", "unproven-3"]
+
+
 def test_same_report_ignores_generation_time_and_run():
     assert fr.same_report(fleet_report("t1"), dict(fleet_report("t2"), run={"playbooks": ["x.yml"]}))
     changed = fleet_report()
@@ -408,3 +421,27 @@ def test_html_shows_the_source_and_probe_pod():
     assert '<th data-key="source"' in page
     assert 'data-key="source" data-v="kubernetes"' in page and "gds-probe-gpu-a-1" in page
     assert 'data-key="source" data-v="ssh"' in page
+
+@pytest.mark.parametrize("dest, playbooks, env, expected", [
+    (None, ["/srv/gds/playbooks/verify.yml"], {}, "/srv/gds/reports"),
+    (None, ["/srv/ops/site.yml", "/srv/ops/playbooks/other.yml"], {}, "/srv/ops/reports"),
+    (None, ["/srv/gds/playbooks/verify.yml"], {"GDS_REPORT_DIR": "/var/reports"}, "/var/reports"),
+    (None, ["/srv/gds/playbooks/verify.yml"], {"GDS_REPORT_DIR": "out"}, "/srv/gds/out"),
+    ("", ["/srv/gds/playbooks/verify.yml"], {"GDS_REPORT_DIR": ""}, "/srv/gds/reports"),
+    ("custom", ["/srv/ops/site.yml"], {"GDS_REPORT_DIR": "/ignored"}, "/srv/ops/custom"),
+    ("/abs", ["/srv/ops/site.yml"], {}, "/abs"),
+    (None, ["gpudirect.storage.verify"], {"HOME": "/home/u"}, "/home/u/.ansible/gds-reports"),
+    (None, [], {"HOME": "/home/u"}, "/home/u/.ansible/gds-reports"),
+])
+def test_report_dir_never_depends_on_the_current_directory(dest, playbooks, env, expected, tmp_path, monkeypatch):
+    monkeypatch.chdir(str(tmp_path))
+    assert frw.report_dir(dest, playbooks, env) == expected
+
+
+def test_an_unmet_requirement_of_an_inferred_verdict_says_nothing_was_written():
+    facts = dict(GDS_FACTS, verified=False, proven=False, probe={"enabled": False, "ran": False},
+                 require_mode={"mode": "gds", "proven": True, "met": False})
+    rec = fr.build_record("n", facts)
+    check = next(c for c in rec["failed_checks"] if c["check"] == "verdict meets require_mode=gds")
+    assert check["detail"] == "verdict is gds, not verified (nothing was written, read back and compared)"
+    assert rec["ready"] is False
