@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import warm
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import (
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import (
     INTERNAL, failed, lint_plan, prepare)
 
 MODULE = "gpudirect.storage.cufile_config"

@@ -13,13 +13,13 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import unmet_requirement
 
 from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTION_ONLY, argument_spec
 from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import lint_plan, prepare, summarize
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, prepare, summarize
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",

@@ -67,8 +67,8 @@ import uuid
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import write_report
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import write_report
 
 ENV_JOURNAL = "GDS_FLEET_JOURNAL"
 ENV_RUN = "GDS_FLEET_RUN_ID"

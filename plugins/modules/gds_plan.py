@@ -122,9 +122,9 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_plan import StageFailed, plan
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import StageFailed, plan
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 ACTION_ONLY = ("preflight", "require_mode", "rollout_group", "converged_group")
 

@@ -264,7 +264,7 @@ rolled_back_to:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpudirect.storage.plugins.module_utils._gpu_operator_manager import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gpu_operator import (
     GpuOperatorManager, ModuleFailure)
 
 

@@ -180,7 +180,7 @@ def test_package_signature_checks_are_never_disabled():
 
 
 def test_rendered_repositories_keep_signature_checks_on():
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
+    from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
     repo = {"url": "http://mirror.invalid/cuda", "suite": "./", "signed_by": "/etc/apt/keyrings/cuda.asc"}
     _name, apt = pk.render_apt_source(repo, "x")
     _name, dnf = pk.render_dnf_repo(repo, "x")

@@ -12,8 +12,8 @@ from unittest.mock import MagicMock
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.action import cufile_config as action_mod
-from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_config
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import loads
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import loads
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config as module_mod
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
@@ -142,7 +142,7 @@ def test_state_absent_skips_validation(harness, tmp_path):
 def test_internal_options_and_missing_jsonschema_are_refused(harness, tmp_path, monkeypatch):
     result = harness.run(path=str(tmp_path / "c.json"), _cufile={"phase": "apply"})
     assert result["failed"] and "internal" in result["msg"] and harness.calls == []
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils import _cufile_action
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import action as _cufile_action
     monkeypatch.setattr(_cufile_action, "jsonschema_available", lambda: False)
     result = harness.run(path=str(tmp_path / "c.json"))
     assert result["failed"] and "jsonschema" in result["msg"] and harness.calls == []

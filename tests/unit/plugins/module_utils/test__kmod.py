@@ -10,10 +10,10 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Result
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Result
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 

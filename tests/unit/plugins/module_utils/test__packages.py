@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 
@@ -233,7 +233,7 @@ def test_lock_holder_real_process(tmp_path):
 
 
 def test_fail_with_merges_the_details_of_each_error_kind():
-    from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
     class Module(object):
         failed = None

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_gather
-from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report, gds_plan,
                                                                    gds_preflight, gpu_operator, mofed, nvidia_fs)
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
@@ -342,7 +342,7 @@ def test_fuzz_gpu_operator_options(record_property, tmp_path):
 
 def _without_chart_ref(gop, helm, args):
     from unittest import mock
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _gpu_operator_manager as mgr
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gpu_operator as mgr
     runner = mock.Mock()
     runner.run.side_effect = helm
     with mock.patch.object(mgr, "Runner", return_value=runner), \

@@ -19,9 +19,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_html as frh
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_write as frw
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import html as frh
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import write as frw
 
 CAPTURED_COMPAT_FACTS = {
     "cufile": {"findings": [], "note": "no /etc/cufile.json: libcufile uses its built-in defaults", "valid": True,
@@ -185,7 +185,7 @@ def test_fold_journal_rescue_unreachable_and_noise():
 
 def test_invalid_cufile_json_is_a_failed_check_with_the_validator_message():
     pytest.importorskip("jsonschema")  # the controller-side validator the gds_facts action uses
-    from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import lint_text
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import lint_text
     result = lint_text('{"properties": {"max_direct_io_size_kb": "lots"}}', source="/etc/cufile.json")
     assert not result.ok
     facts = dict(CAPTURED_COMPAT_FACTS, cufile={"valid": False, "errors": len(result.errors),

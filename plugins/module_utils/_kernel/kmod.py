@@ -17,8 +17,8 @@ import os
 import re
 import tempfile
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, tail
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_proc_modules
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, tail
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_proc_modules
 
 MAKE_LOG_TAIL_LINES = 25
 MANAGED_HEADER = "# Managed by gpudirect.storage.nvidia_fs; local changes are overwritten.\n"

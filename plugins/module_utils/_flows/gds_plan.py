@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
 
@@ -50,13 +50,13 @@ def stage_spec(name):
     """(argument_spec, validator keyword arguments, execute(module, paths, runner)) of a stage;
     imported here so that only the stages asked for are compiled on the target."""
     if name == "mofed":
-        from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed_flow as flow
+        from ansible_collections.gpudirect.storage.plugins.module_utils._flows import mofed as flow
         return flow.argument_spec(), {}, flow.execute
     if name == "nvidia_fs":
-        from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs_flow as flow
+        from ansible_collections.gpudirect.storage.plugins.module_utils._flows import nvidia_fs as flow
         return flow.argument_spec(), {"required_together": flow.REQUIRED_TOGETHER}, flow.execute
     from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_config as cfg
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as cfg
 
     def execute(module, paths, runner):
         try:

@@ -20,7 +20,7 @@ import os
 import re
 import time
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
 # Never put these in an argv: asserted by the unit tests over every argv we build.
 FORBIDDEN_ARGS = ("--allow-unauthenticated", "--nogpgcheck", "--no-gpgcheck", "--force-yes",

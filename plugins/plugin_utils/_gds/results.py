@@ -13,7 +13,7 @@ MAX_FINDINGS = 50
 def _validator():
     """(lint_text, lint_merged, None) or (None, None, reason)."""
     try:
-        from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import (
+        from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
             jsonschema_available, lint_merged, lint_text)
     except ImportError as exc:
         return None, None, "validator unavailable: %s" % exc
@@ -73,7 +73,7 @@ def warm():
     """Import the validator and jsonschema, and load the schema, in the importing process (see
     _cufile_validate.warm); silently nothing when they are missing."""
     try:
-        from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import warm as warm_validator
+        from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import warm as warm_validator
     except ImportError:
         return
     warm_validator()

@@ -27,10 +27,10 @@ import re
 import tempfile
 import time
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, parse)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_shipped import shipped
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 
 
 def argument_spec():

@@ -17,8 +17,8 @@ import os
 import re
 import sys
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import (
     parse_ofed_info, parse_os_release, parse_proc_modules)
 
 MODULES_OF_INTEREST = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_fs", "nvidia_peermem", "nvme",
@@ -274,7 +274,7 @@ def static_effective(files):
     """The few keys the verdict needs from the cufile.json files (global, then the overlay), as
     libcufile merges them; used when no probe reads the effective values back."""
     try:
-        from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_parser as cfp
+        from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import parser as cfp
     except ImportError:
         return {}
     doc = {}

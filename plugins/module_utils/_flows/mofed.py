@@ -9,11 +9,11 @@ from __future__ import annotations
 import copy
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
-from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_ofed_info
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_ofed_info
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
 
 def argument_spec():

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
     CufileSyntaxError, deep_merge, format_path, parse)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_schema import (
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import (
     DEFAULT_VERSION, load_schema)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_findings import (
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
     Finding, LintResult, effect_text, is_int as _is_int, json_type, path_checker as _path_checker, printable as _printable,
     show, sort_findings)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_rules import evaluate_rules
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.rules import evaluate_rules
 
 __all__ = ["Finding", "LintResult", "lint_text", "lint_document", "lint_merged", "jsonschema_available"]
 

@@ -27,7 +27,7 @@ import json
 import re
 import shlex
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
 RELEASE_NOT_FOUND = "release: not found"
 HEALTHY_STATUSES = ("deployed",)

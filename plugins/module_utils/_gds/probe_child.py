@@ -28,8 +28,8 @@ import signal
 import sys
 import tempfile
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_probe
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe as _gds_probe
 
 SENTINEL = _gds_probe.SENTINEL
 

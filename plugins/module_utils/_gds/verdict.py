@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno as _errno
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 
 MODES = ("gds", "p2pdma", "compat", "unavailable", "failed")
 RANK = {"gds": 3, "p2pdma": 2, "compat": 1, "failed": 0, "unavailable": 0}

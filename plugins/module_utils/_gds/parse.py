@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
 
 # ---------------------------------------------------------------------------------------------
 # /proc/driver/nvidia/version (+ /sys/module/nvidia/taint)

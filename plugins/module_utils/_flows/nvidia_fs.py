@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs
-from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
-from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
 MODULE = "nvidia-fs"          # DKMS module / package stem / file names
 KMOD = "nvidia_fs"            # kernel spelling

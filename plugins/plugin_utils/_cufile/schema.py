@@ -17,10 +17,10 @@ import difflib
 import json
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import format_path
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import format_path
 
 DEFAULT_VERSION = "1.15"
-SCHEMA_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schemas"))
+SCHEMA_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "schemas"))
 _CACHE = {}
 
 

@@ -11,8 +11,8 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_schema import load_schema
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import (
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import load_schema
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
     jsonschema_available, lint_document, lint_merged, lint_text)
 
 INTERNAL = "_cufile"

@@ -16,8 +16,8 @@ import json
 import os
 import tempfile
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_html import render_html
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.html import render_html
 
 FILES = {"json": "gds-fleet.json", "md": "gds-fleet.md", "html": "gds-fleet.html"}
 FORMATS = ("json", "md", "html")

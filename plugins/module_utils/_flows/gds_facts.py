@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_verdict as verdict_mod
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts import Collector
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as verdict_mod
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.collectors import Collector
 
 CHUNK = 16 << 20
 
@@ -149,7 +149,7 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
         probe.update(ran=True, paths=skipped)
     if want_probe or want_nvml:
         # imported here: the probe program is compiled on the target only when a child runs
-        from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_child as child
+        from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_child as child
         run = child.run_child(runner, _probe_args(params, libs, nvfs, want_probe, want_nvml, paths_ok), tmp_root,
                               _child_env(libs, params.get("cufile_env_path_json"), environ), python)
         result = run.pop("result") or {}

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._helm import merge_values
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s_wait import gpu_nodes, node_os, os_text
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import merge_values
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait import gpu_nodes, node_os, os_text
 
 OPEN_MODULE_MIN_GDS = (2, 17, 5)
 # NFD os_release ID -> supported VERSION_IDs (None: any)

@@ -26,12 +26,12 @@ except ImportError:
     YAML_IMPORT_ERROR = traceback.format_exc()
 
 from ansible.module_utils.basic import missing_required_lib
-from ansible_collections.gpudirect.storage.plugins.module_utils import _api_retry as retry
-from ansible_collections.gpudirect.storage.plugins.module_utils import _k8s_wait as kw
-from ansible_collections.gpudirect.storage.plugins.module_utils._gpu_operator import ValuesError, desired_values, preflight
-from ansible_collections.gpudirect.storage.plugins.module_utils._helm import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import api_retry as retry
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.operator_values import ValuesError, desired_values, preflight
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import (
     Helm, HelmError, parse_duration, plan_release, previous_good_revision, values_diff)
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, Runner, tail
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Runner, tail
 
 
 class ModuleFailure(Exception):

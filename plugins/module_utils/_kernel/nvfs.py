@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import compare_versions, select_version
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import secure_boot_state
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.apt_dnf import compare_versions, select_version
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import secure_boot_state
 
 OPEN_MODULE_REQUIRED_FROM = "2.17.5"
 # nvidia-fs series -> CUDA release it shipped with (the newest series wins for later CUDA).
