@@ -9,9 +9,10 @@ from __future__ import annotations
 import copy
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_ofed_info
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
@@ -23,7 +24,7 @@ def argument_spec():
         extra_packages=dict(type="list", elements="str", default=[]),
         state=dict(type="str", choices=["present"], default="present"),
         lock_timeout=dict(type="int", default=120),
-        repo=copy.deepcopy(pk.REPO_ARG_SPEC),
+        repo=copy.deepcopy(repos.REPO_ARG_SPEC),
     )
 
 
@@ -38,12 +39,12 @@ def repo_change(module, paths, backend):
     if not repo:
         return None
     if backend.family == "apt":
-        fname, text = pk.render_apt_source(repo, "gpudirect-ofed")
+        fname, text = repos.render_apt_source(repo, "gpudirect-ofed")
         path = os.path.join(paths.apt_sources_d, fname)
     else:
-        fname, text = pk.render_dnf_repo(repo, "gpudirect-ofed")
+        fname, text = repos.render_dnf_repo(repo, "gpudirect-ofed")
         path = os.path.join(paths.yum_repos_d, fname)
-    ch = kmod.plan_file(path, text)
+    ch = managed_file.plan_file(path, text)
     return None if ch["action"] == "none" else ch
 
 
@@ -65,8 +66,8 @@ def run(module, paths, runner, backend, result):
     if ch:
         if not module.check_mode:
             pk.wait_for_locks(paths, [getattr(paths, n) for n in backend.lock_names], backend.lock_timeout)
-        diffs.append(kmod.file_diff(ch))
-        kmod.apply_file(module, ch, backup=False)
+        diffs.append(managed_file.file_diff(ch))
+        managed_file.apply_file(module, ch, backup=False)
         backend.refresh()
         result["actions"] += ["%s %s" % (ch["action"], ch["path"]), "refresh package metadata"]
         result["changed"] = True
@@ -75,7 +76,7 @@ def run(module, paths, runner, backend, result):
     plan = pk.plan_packages(installed, available, wanted, strict=not (module.check_mode and ch))
     if plan["errors"]:
         if ch and not module.check_mode:  # leave the host as found
-            kmod.apply_file(module, dict(ch, current=ch["desired"], desired=ch["current"],
+            managed_file.apply_file(module, dict(ch, current=ch["desired"], desired=ch["current"],
                                          action="remove" if ch["current"] is None else "update"), backup=False)
         module.fail_json(msg="; ".join(plan["errors"]) + ". Nothing was changed.", **result)
     after = dict(result["packages"]["before"])
@@ -101,7 +102,7 @@ def execute(module, paths, runner):
               "installed_version": None, "version": None, "current": {},
               "packages": {"before": {}, "after": {}}, "reboot_required": False,
               "modules_reload_required": False, "nvidia_fs_rebuild_required": False}
-    problems = pk.input_problems(module.params, package_options=("extra_packages",))
+    problems = repos.input_problems(module.params, package_options=("extra_packages",))
     if problems:
         module.fail_json(msg="; ".join(problems) + ". Nothing was changed.", **result)
     try:

@@ -15,10 +15,13 @@ import copy
 import os
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import select_version, version_matches
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
 MODULE = "nvidia-fs"          # DKMS module / package stem / file names
@@ -31,7 +34,7 @@ def dkms_version_for(entries, pkg_version):
     """DKMS version of nvidia-fs that belongs to the package version ``2.28.2-1``."""
     versions = sorted(set(e["version"] for e in entries if e["module"] == MODULE))
     for v in versions:
-        if pkg_version and (pkg_version == v or pk.version_matches(pkg_version, v)):
+        if pkg_version and (pkg_version == v or version_matches(pkg_version, v)):
             return v
     return versions[0] if len(versions) == 1 else None
 
@@ -66,20 +69,20 @@ class NvidiaFs(object):
         out = []
         if p["state"] == "present":
             if p["persistent"]:
-                out.append(("modules_load", kmod.plan_file(kmod.modules_load_path(self.paths, MODULE),
+                out.append(("modules_load", managed_file.plan_file(kmod.modules_load_path(self.paths, MODULE),
                                                            kmod.render_modules_load(MODULE))))
                 opt_path = kmod.modprobe_conf_path(self.paths, MODULE)
-                ch = kmod.plan_file(opt_path, kmod.render_modprobe_options(KMOD, p["params"]))
+                ch = managed_file.plan_file(opt_path, kmod.render_modprobe_options(KMOD, p["params"]))
                 out.append(("modprobe", ch))
             if p["mok_key"]:
                 text = ('# Managed by gpudirect.storage.nvidia_fs: DKMS signs modules with this key.\n'
                         'mok_signing_key="%s"\nmok_certificate="%s"\n' % (p["mok_key"], p["mok_cert"]))
-                out.append(("mok", kmod.plan_file(os.path.join(self.paths.dkms_framework_d, MOK_DROPIN), text)))
+                out.append(("mok", managed_file.plan_file(os.path.join(self.paths.dkms_framework_d, MOK_DROPIN), text)))
         else:
             for key, path in (("modules_load", kmod.modules_load_path(self.paths, MODULE)),
                               ("modprobe", kmod.modprobe_conf_path(self.paths, MODULE)),
                               ("mok", os.path.join(self.paths.dkms_framework_d, MOK_DROPIN))):
-                out.append((key, kmod.plan_file(path, None)))
+                out.append((key, managed_file.plan_file(path, None)))
         # A package-shipped modules-load file that already loads nvidia-fs is left alone.
         fixed = []
         for key, ch in out:
@@ -95,8 +98,8 @@ class NvidiaFs(object):
         for key, ch in changes:
             if key not in keys or ch["action"] == "none":
                 continue
-            self.diffs.append(kmod.file_diff(ch))
-            kmod.apply_file(self.m, ch, backup=True)
+            self.diffs.append(managed_file.file_diff(ch))
+            managed_file.apply_file(self.m, ch, backup=True)
             self.act("%s %s" % (ch["action"], ch["path"]))
 
     def signing_env(self):
@@ -165,8 +168,8 @@ class NvidiaFs(object):
                                  ", ".join(avail) or "none - is the CUDA repository configured? (option repo)"))
             return v, None
         if want:
-            return (pk.select_version(avail, want) or want), None
-        return (have or pk.select_version(avail, None)), None
+            return (select_version(avail, want) or want), None
+        return (have or select_version(avail, None)), None
 
     # ------------------------------------------------------------------ run
     def specs(self):
@@ -234,18 +237,18 @@ class NvidiaFs(object):
         if not repo:
             return None
         if self.backend.family == "apt":
-            fname, text = pk.render_apt_source(repo, "gpudirect-cuda")
+            fname, text = repos.render_apt_source(repo, "gpudirect-cuda")
             path = os.path.join(self.paths.apt_sources_d, fname)
         else:
-            fname, text = pk.render_dnf_repo(repo, "gpudirect-cuda")
+            fname, text = repos.render_dnf_repo(repo, "gpudirect-cuda")
             path = os.path.join(self.paths.yum_repos_d, fname)
-        ch = kmod.plan_file(path, text)
+        ch = managed_file.plan_file(path, text)
         if ch["action"] == "none":
             return None
         if lock_first and not self.check:
             self.wait_lock()
-        self.diffs.append(kmod.file_diff(ch))
-        kmod.apply_file(self.m, ch, backup=False)
+        self.diffs.append(managed_file.file_diff(ch))
+        managed_file.apply_file(self.m, ch, backup=False)
         self.act("%s %s" % (ch["action"], path))
         self.backend.refresh()
         self.act("refresh package metadata")
@@ -255,7 +258,7 @@ class NvidiaFs(object):
         """Put a repository file back after a later check failed (host left as found)."""
         if not change or self.check:
             return
-        kmod.apply_file(self.m, dict(change, current=change["desired"], desired=change["current"],
+        managed_file.apply_file(self.m, dict(change, current=change["desired"], desired=change["current"],
                                      action="remove" if change["current"] is None else "update"), backup=False)
 
     def packages(self, installed, plan):
@@ -377,7 +380,7 @@ def argument_spec():
         mok_key_passphrase=dict(type="str", no_log=True),
         allow_unsupported_os=dict(type="bool", default=False),
         lock_timeout=dict(type="int", default=120),
-        repo=copy.deepcopy(pk.REPO_ARG_SPEC),
+        repo=copy.deepcopy(repos.REPO_ARG_SPEC),
     )
 
 
@@ -394,7 +397,7 @@ def execute(module, paths, runner):
                or any(c.isspace() for c in str(v) + k) or "=" in k]
         if bad:
             module.fail_json(msg="params: invalid module parameter(s) %s (no spaces, no '=' in names)" % bad)
-        problems = pk.input_problems(module.params)
+        problems = repos.input_problems(module.params)
         if problems:
             module.fail_json(msg="; ".join(problems) + ". Nothing was changed.")
         backend = pk.get_backend(runner, module.params["lock_timeout"])

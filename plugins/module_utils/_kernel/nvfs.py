@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages.apt_dnf import compare_versions, select_version
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import compare_versions, select_version
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import secure_boot_state
 
 OPEN_MODULE_REQUIRED_FROM = "2.17.5"

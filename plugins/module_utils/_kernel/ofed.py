@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages.apt_dnf import version_matches
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import version_matches
 
 DOCA_PROFILES = ("doca-ofed", "doca-roce", "doca-networking")
 # Meta packages that identify a DOCA-OFED install (profiles + the umbrella ones).

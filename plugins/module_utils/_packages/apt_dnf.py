@@ -10,8 +10,8 @@ never disabled (no ``--allow-unauthenticated``, no ``--nogpgcheck``, no ``truste
 Before a transaction the package lock is waited for up to a bound; then the error names the
 process that holds it (from ``/proc/locks``, or a scan of ``/proc/*/fd``).
 
-Longer than most module_utils (~450 lines) because the two backends share the parsers, the
-version comparison, the plan and the lock wait; splitting them would only add imports.
+The version comparison is in ``_packages.versions`` and the repository files and option checks
+in ``_packages.repos``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import re
 import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import (
+    compare_versions, select_version, version_matches)
 
 # Never put these in an argv: asserted by the unit tests over every argv we build.
 FORBIDDEN_ARGS = ("--allow-unauthenticated", "--nogpgcheck", "--no-gpgcheck", "--force-yes",
@@ -44,81 +46,6 @@ class PackageError(Exception):
 
 class LockHeldError(PackageError):
     """The package manager lock stayed held for longer than the bound."""
-
-
-# --------------------------------------------------------------------------- versions
-def _order(c):
-    if c == "~":
-        return -1
-    if c.isalpha():
-        return ord(c)
-    return ord(c) + 256
-
-
-def _cmp_part(a, b):
-    """Debian's verrevcmp (also close enough to rpmvercmp for the versions we handle)."""
-    ia = ib = 0
-    while ia < len(a) or ib < len(b):
-        first_diff = 0
-        while (ia < len(a) and not a[ia].isdigit()) or (ib < len(b) and not b[ib].isdigit()):
-            ac = _order(a[ia]) if ia < len(a) and not a[ia].isdigit() else 0
-            bc = _order(b[ib]) if ib < len(b) and not b[ib].isdigit() else 0
-            if ac != bc:
-                return -1 if ac < bc else 1
-            ia += 1
-            ib += 1
-        while ia < len(a) and a[ia] == "0":
-            ia += 1
-        while ib < len(b) and b[ib] == "0":
-            ib += 1
-        while ia < len(a) and a[ia].isdigit() and ib < len(b) and b[ib].isdigit():
-            if not first_diff:
-                first_diff = ord(a[ia]) - ord(b[ib])
-            ia += 1
-            ib += 1
-        if ia < len(a) and a[ia].isdigit():
-            return 1
-        if ib < len(b) and b[ib].isdigit():
-            return -1
-        if first_diff:
-            return -1 if first_diff < 0 else 1
-    return 0
-
-
-def compare_versions(a, b):
-    """-1/0/1 comparing two package versions ``[epoch:]upstream[-revision]``."""
-    def split(v):
-        epoch, _sep, rest = v.partition(":") if ":" in v else ("0", "", v)
-        up, _sep, rev = rest.rpartition("-") if "-" in rest else (rest, "", "")
-        return int(epoch) if epoch.isdigit() else 0, up, rev
-    ea, ua, ra = split(a)
-    eb, ub, rb = split(b)
-    if ea != eb:
-        return -1 if ea < eb else 1
-    return _cmp_part(ua, ub) or _cmp_part(ra, rb)
-
-
-def version_matches(version, wanted):
-    """True if ``version`` is ``wanted`` or starts with it at a separator boundary:
-    ``2.26.6`` matches ``2.26.6-1``; ``24.10`` matches ``24.10-4.1.4.0``; ``2.2`` does NOT
-    match ``2.26.6``. A leading ``epoch:`` in ``version`` is ignored unless ``wanted`` has one."""
-    if not version or not wanted:
-        return False
-    if ":" in version and ":" not in wanted:
-        version = version.split(":", 1)[1]
-    if version == wanted:
-        return True
-    return version.startswith(wanted) and version[len(wanted)] in ".-~+_"
-
-
-def select_version(available, wanted):
-    """Highest version in ``available`` that matches ``wanted`` (None: the highest of all)."""
-    cands = [v for v in available if wanted is None or version_matches(v, wanted)]
-    best = None
-    for v in cands:
-        if best is None or compare_versions(v, best) > 0:
-            best = v
-    return best
 
 
 # --------------------------------------------------------------------------- parsers
@@ -327,80 +254,6 @@ def wait_for_locks(paths, lock_paths, timeout, interval=1.0, sleep=time.sleep, c
                 "process finish, then run again. Nothing was changed." % (path, who, int(timeout)),
                 lock=path, holder=h)
         sleep(interval)
-
-
-# --------------------------------------------------------------------------- repositories
-REPO_ARG_SPEC = dict(
-    type="dict",
-    options=dict(
-        name=dict(type="str"),
-        url=dict(type="str"),
-        path=dict(type="path"),
-        suite=dict(type="str", default="./"),
-        components=dict(type="list", elements="str", default=[]),
-        signed_by=dict(type="path", required=True),
-    ),
-    mutually_exclusive=[("url", "path")],
-    required_one_of=[("url", "path")],
-)
-
-
-_PKG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._-]*\Z")
-_PKG_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+~:_-]*\Z")
-_REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-_NO_SPACE = re.compile(r"\S+\Z")
-_REPO_FIELD = re.compile(r"[A-Za-z0-9._/~+-]+\Z")
-
-
-def input_problems(params, package_options=("packages", "extra_packages")):
-    """Option values that must never reach an argv or a repository file: a package spec that
-    apt/dnf would read as an option (``-o=...``), whitespace or newlines that would add fields to
-    the deb822/.repo file (``Trusted: yes``), a repository name that leaves sources.list.d.
-    Returns messages, each naming its option (empty: fine)."""
-    out = []
-    if (params.get("lock_timeout") or 0) < 0:
-        out.append("lock_timeout must be 0 or more seconds, got %s" % params["lock_timeout"])
-    if params.get("version") is not None and not _PKG_VERSION.match(params["version"]):
-        out.append("version %r is not a package version (prefix)" % params["version"])
-    for opt in package_options:
-        for spec in params.get(opt) or []:
-            name, sep, ver = spec.partition("=")
-            if not _PKG_NAME.match(name) or (sep and not _PKG_VERSION.match(ver)):
-                out.append("%s: %r is not a package name (or name=version)" % (opt, spec))
-    repo = params.get("repo") or {}
-    if repo.get("name") is not None and not _REPO_NAME.match(repo["name"]):
-        out.append("repo.name %r must be a plain file name (letters, digits, '.', '_', '-')" % repo["name"])
-    if repo.get("url") is not None and not re.match(r"(https?://|file:)\S+\Z", repo["url"]):
-        out.append("repo.url %r must be one http://, https:// or file: URL without spaces" % repo["url"])
-    for key in ("path", "signed_by"):
-        if repo.get(key) is not None and not (repo[key].startswith("/") and _NO_SPACE.match(repo[key])):
-            out.append("repo.%s %r must be an absolute path without spaces" % (key, repo[key]))
-    for key, value in [("suite", repo.get("suite"))] + [("components", c) for c in repo.get("components") or []]:
-        if value is not None and not _REPO_FIELD.match(value):
-            out.append("repo.%s %r may only hold letters, digits and . _ / ~ + -" % (key, value))
-    return out
-
-
-def render_apt_source(repo, default_name):
-    """(file name, deb822 text) of a signed apt source. A flat repository (``suite`` ending in
-    ``/``) has no Components."""
-    uri = repo.get("url") or "file:" + repo["path"]
-    suite = repo.get("suite") or "./"
-    lines = ["# Managed by gpudirect.storage (%s)" % (repo.get("name") or default_name),
-             "Types: deb", "URIs: %s" % uri, "Suites: %s" % suite]
-    if not suite.endswith("/"):
-        lines.append("Components: %s" % " ".join(repo.get("components") or ["main"]))
-    lines.append("Signed-By: %s" % repo["signed_by"])
-    return (repo.get("name") or default_name) + ".sources", "\n".join(lines) + "\n"
-
-
-def render_dnf_repo(repo, default_name):
-    """(file name, .repo text) with gpgcheck=1 and the given key."""
-    name = repo.get("name") or default_name
-    url = repo.get("url") or "file://" + repo["path"]
-    text = ("# Managed by gpudirect.storage\n[%s]\nname=%s\nbaseurl=%s\nenabled=1\ngpgcheck=1\n"
-            "gpgkey=file://%s\n" % (name, name, url, repo["signed_by"]))
-    return name + ".repo", text
 
 
 # --------------------------------------------------------------------------- backends

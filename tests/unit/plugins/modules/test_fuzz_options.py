@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report, gds_plan,
                                                                    gds_preflight, gpu_operator, mofed, nvidia_fs)
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
@@ -249,9 +249,9 @@ def test_the_valid_bases_succeed():
     ({"version": "2.28\n"}, ["version"]),
 ])
 def test_input_problems_names_the_option(params, words):
-    problems = pk.input_problems(params)
+    problems = repos.input_problems(params)
     assert len(problems) == 1 and all(w in problems[0] for w in words), problems
-    assert pk.input_problems({"lock_timeout": 0, "version": "2.28.2-1", "extra_packages": ["libcufile-12-8=1.13.1.3-1"],
+    assert repos.input_problems({"lock_timeout": 0, "version": "2.28.2-1", "extra_packages": ["libcufile-12-8=1.13.1.3-1"],
                               "repo": dict(REPO, components=["main", "contrib"])}) == []
 
 
