@@ -12,7 +12,7 @@ import os
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.modules.gds_fleet_report import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_fleet_report import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import write_report
 

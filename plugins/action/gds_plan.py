@@ -15,8 +15,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import unmet_requirement
 
-from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTION_ONLY, argument_spec
-from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import ACTION_ONLY, argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, prepare, summarize
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm

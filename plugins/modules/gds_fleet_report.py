@@ -115,16 +115,7 @@ journal:
 
 from ansible.module_utils.basic import AnsibleModule
 
-
-def argument_spec():
-    return dict(
-        hosts=dict(type="list", elements="str"),
-        dest=dict(type="path", default="reports"),
-        formats=dict(type="list", elements="str", choices=["json", "md", "html"], default=["json", "md", "html"]),
-        title=dict(type="str", default="GDS fleet readiness"),
-        facts=dict(type="dict"),
-        journal=dict(type="path"),
-    )
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_fleet_report import argument_spec
 
 
 def main():

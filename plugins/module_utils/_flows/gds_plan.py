@@ -20,6 +20,23 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gd
 STAGES = ("mofed", "nvidia_fs", "cufile")
 
 
+# Options the gds_plan action plugin consumes on the controller; never sent to the host.
+ACTION_ONLY = ("preflight", "require_mode", "rollout_group", "converged_group")
+
+
+def argument_spec():
+    return dict(
+        mofed=dict(type="dict"),
+        nvidia_fs=dict(type="dict"),
+        cufile=dict(type="dict"),
+        facts=dict(type="dict", default={"probe": False}),
+        preflight=dict(type="dict"),
+        require_mode=dict(type="str", default="", choices=["", "gds", "p2pdma", "compat"]),
+        rollout_group=dict(type="str", default="gds_rollout"),
+        converged_group=dict(type="str", default="gds_converged"),
+    )
+
+
 class StageFailed(Exception):
     def __init__(self, msg, details=None):
         super(StageFailed, self).__init__(msg)

@@ -34,6 +34,40 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Runner, tail
 
 
+def argument_spec():
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present", aliases=["release_state"]),
+        release_name=dict(type="str", default="gpu-operator", aliases=["name"]),
+        release_namespace=dict(type="str", default="gpu-operator", aliases=["namespace"]),
+        create_namespace=dict(type="bool", default=True),
+        chart_ref=dict(type="str"),
+        chart_repo_url=dict(type="str"),
+        chart_version=dict(type="str"),
+        values=dict(type="dict", default={}),
+        values_files=dict(type="list", elements="path", default=[]),
+        gds=dict(type="dict", default={}, options=dict(
+            enabled=dict(type="bool"), version=dict(type="str"), repository=dict(type="str"),
+            image=dict(type="str"))),
+        rdma=dict(type="dict", default={}, options=dict(
+            enabled=dict(type="bool"), use_host_mofed=dict(type="bool"))),
+        driver=dict(type="dict", default={}, options=dict(
+            version=dict(type="str"),
+            kernel_module_type=dict(type="str", choices=["auto", "open", "proprietary"]))),
+        kubeconfig=dict(type="path"),
+        kubeconfig_content=dict(type="raw", no_log=True),
+        context=dict(type="str", aliases=["kube_context"]),
+        helm_binary=dict(type="str", default="helm"),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="raw", default=600),
+        rollback_on_failure=dict(type="bool", default=True),
+        unsupported_os=dict(type="str", choices=["warn", "fail"], default="warn"),
+    )
+
+
+REQUIRED_IF = [("state", "present", ["chart_ref"])]
+MUTUALLY_EXCLUSIVE = [("kubeconfig", "kubeconfig_content")]
+
+
 class ModuleFailure(Exception):
     """Stop with fail_json(msg, **extra)."""
 
