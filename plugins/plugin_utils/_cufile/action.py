@@ -11,11 +11,17 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import load_schema
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
     jsonschema_available, lint_document, lint_merged, lint_text)
 
 INTERNAL = "_cufile"
+
+
+def option(args, name):
+    """``args[name]``, or when it is unset the module's default: the spec states each default once."""
+    return args.get(name) or argument_spec()[name].get("default")
 
 
 def summarize(findings, path, limit=20):
@@ -38,8 +44,8 @@ def prepare(args, find_needle):
     ``find_needle(dirname, name)`` finds a controller file (ActionBase._find_needle)."""
     if INTERNAL in args:
         return None, None, None, {"failed": True, "msg": "option %s is internal: the action plugin sets it" % INTERNAL}
-    state = args.get("state") or "present"
-    version = str(args.get("cufile_version") or "1.15")
+    state = option(args, "state")
+    version = str(option(args, "cufile_version"))
     internal = {"phase": "plan"}
     src_text = None
     if state == "present":
@@ -52,7 +58,7 @@ def prepare(args, find_needle):
             return None, None, None, {"failed": True, "msg": "cufile_version: %s" % exc}
         internal["path_checks"] = [{"path": d, "what": w, "kind": k} for d, w, k in schema.must_exist_specs()]
         src = args.get("src")
-        if src and not boolean(args.get("remote_src", False), strict=False):
+        if src and not boolean(option(args, "remote_src"), strict=False):
             try:
                 with open(find_needle("files", src), "rb") as f:
                     data = f.read()
@@ -72,7 +78,7 @@ def lint_plan(plan, args, src_text, version):
     facts = plan.get("path_facts") or {}
     host = dict((k, v) for k, v in (plan.get("host") or {}).items() if v is not None)
     text = src_text if src_text is not None else plan.get("src_text")
-    source = args.get("src") if text is not None and not args.get("settings") else (args.get("path") or "/etc/cufile.json")
+    source = args.get("src") if text is not None and not args.get("settings") else option(args, "path")
     target = text if text is not None and not args.get("settings") else plan["cufile"]
     if args.get("env_path_json"):
         return lint_merged(target, plan.get("env_text"), etc_source=source, env_source=args["env_path_json"],

@@ -151,3 +151,16 @@ def test_internal_options_and_missing_jsonschema_are_refused(harness, tmp_path, 
 def test_unknown_cufile_version_is_refused(harness, tmp_path):
     result = harness.run(path=str(tmp_path / "c.json"), cufile_version="9.9")
     assert result["failed"] and "available: 1.15" in result["msg"]
+
+
+def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
+    """Each default is stated once, in the module's argument spec: the controller half reads it
+    from there (changing the spec changes what the action assumes)."""
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import action as _cufile_action
+    assert [_cufile_action.option({}, k) for k in ("state", "path", "cufile_version", "remote_src")] == [
+        "present", "/etc/cufile.json", "1.15", False]
+    assert _cufile_action.option({"path": "/srv/cufile.json"}, "path") == "/srv/cufile.json"
+    spec = _cufile_config.argument_spec()
+    spec["path"]["default"] = "/opt/cufile.json"
+    monkeypatch.setattr(_cufile_action, "argument_spec", lambda: spec)
+    assert _cufile_action.option({"path": None}, "path") == "/opt/cufile.json"
