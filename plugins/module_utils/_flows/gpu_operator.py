@@ -4,8 +4,8 @@
 """The gpu_operator module's sequence: read -> plan -> (act) -> wait -> report.
 PRIVATE to the collection.
 
-Everything that decides lives in pure functions (_helm.plan_release, _gpu_operator.preflight,
-_k8s_wait.evaluate); this class only wires helm, the kubernetes API and the module together,
+Everything that decides lives in pure functions (_k8s.helm.plan_release,
+_k8s.operator_values.preflight, _k8s.wait.evaluate); this class only wires helm, the kubernetes API and the module together,
 so tests can drive it with a fake runner and a fake API source.
 """
 
@@ -160,7 +160,7 @@ class GpuOperatorManager(object):
 
     def _read(self, what, func, *args):
         """A read-only API call (helm history / get values), retried with backoff while the API
-        is unreachable or answers 5xx (_api_retry); then a clear failure."""
+        is unreachable or answers 5xx (_k8s.api_retry); then a clear failure."""
         try:
             return retry.call(what, func, *args, sleep=self.sleep, clock=self.clock)
         except retry.ApiUnavailable as exc:

@@ -4,7 +4,7 @@
 """The nvidia_fs module's sequence: collect -> preflight -> plan -> act. PRIVATE to the collection.
 
 Kept out of plugins/modules/nvidia_fs.py so the module stays docs + argspec + glue. Every
-decision is delegated to the pure functions of _nvfs / _kmod / _packages; this class only
+decision is delegated to the pure functions of _kernel.nvfs / _kernel.kmod / _packages; this class only
 collects facts (HostPaths, read-only commands), orders the steps and records ``actions``.
 Every step that changes the host is skipped in check mode (Runner mutates=True, apply_file).
 """

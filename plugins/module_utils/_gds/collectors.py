@@ -3,10 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gds_facts collectors: read the host through HostPaths and Runner only. PRIVATE.
 
-Everything here reads files through :class:`_hostpaths.HostPaths` (re-rootable with
-GPUDIRECT_HOST_ROOT / GPUDIRECT_PROC_ROOT) and runs commands through :class:`_runner.Runner`;
-the parsing is in _gds_parse, the verdict in _gds_verdict, the probe child in _gds_child /
-_gds_probe, and _gds_gather puts them together. No GPU library is ever loaded in this process.
+Everything here reads files through :class:`_common.hostpaths.HostPaths` (re-rootable with
+GPUDIRECT_HOST_ROOT / GPUDIRECT_PROC_ROOT) and runs commands through :class:`_common.runner.Runner`;
+the parsing is in _gds.parse, the verdict in _gds.verdict, the probe child in _gds.probe_child /
+_gds.probe, and _flows.gds_facts puts them together. No GPU library is ever loaded in this process.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._common import h
 def parse_nvidia_version(text, taint=None):
     """``/proc/driver/nvidia/version`` -> {version, flavor, banner}.
 
-    The banner is parsed by ``_hostparse.parse_driver_version`` (the nvidia_fs module needs the same
+    The banner is parsed by ``_common.hostparse.parse_driver_version`` (the nvidia_fs module needs the same
     answer): ``flavor`` is ``open`` for "Open Kernel Module", else ``proprietary``. With no
     banner, ``taint`` (``/sys/module/nvidia/taint``) decides: the proprietary module taints the
     kernel with ``P``, the open one does not.
@@ -298,7 +298,7 @@ def parse_iommu(cmdline, group_count):
 def parse_secure_boot(data):
     """The SecureBoot efivar bytes (4 attribute bytes + 1 value byte) -> ``enabled`` /
     ``disabled``; ``unknown`` when there is no such variable (BIOS boot, no efivarfs) or it is
-    malformed. The byte decoding is ``_nvfs.secure_boot_state``."""
+    malformed. The byte decoding is ``_common.hostparse.secure_boot_state``."""
     state = _hostparse.secure_boot_state(data)
     return "unknown" if state is None else ("enabled" if state else "disabled")
 
@@ -374,7 +374,7 @@ DISTRIBUTION_NAMES = {"ubuntu": "Ubuntu", "debian": "Debian", "rhel": "RedHat", 
 
 
 def host_os(os_release):
-    """``_hostparse.parse_os_release`` output -> {id, version_id, major, distribution, pretty}."""
+    """``_common.hostparse.parse_os_release`` output -> {id, version_id, major, distribution, pretty}."""
     os_id = (os_release or {}).get("id", "")
     version = (os_release or {}).get("version_id", "")
     return {"id": os_id, "version_id": version, "major": version.split(".")[0] if version else "",

@@ -6,7 +6,7 @@
 gds_facts never loads libcuda, libnvidia-ml or libcufile in its own process: libcufile prints
 config errors on stdout and aborts the process on some of them (an uncaught jsoncpp
 exception). The module runs this file's source as ``python -c <source> <json args>`` (see
-``_gds_child.py`` for why ``-c``), with a private working directory and ``CUFILE_LOGFILE_PATH``
+``_gds/probe_child.py`` for why ``-c``), with a private working directory and ``CUFILE_LOGFILE_PATH``
 pointing into it, and reads:
 
 * ``@@GDS_PROBE@@ step <name>`` lines: the step being entered (the last one names where a

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Run the cuFile probe (_gds_probe.py) as a child process and read what it left. PRIVATE.
+"""Run the cuFile probe (_gds/probe.py) as a child process and read what it left. PRIVATE.
 
 Why ``python -I -S -c <source> <json>`` and not ``-m`` or a file: under AnsiballZ the module
 utilities live in a zip (a temp file whose path differs with and without pipelining, and which
@@ -35,7 +35,7 @@ SENTINEL = _gds_probe.SENTINEL
 
 
 def probe_source():
-    """The text of _gds_probe.py, wherever it was imported from (zip or file)."""
+    """The text of _gds/probe.py, wherever it was imported from (zip or file)."""
     loader = getattr(_gds_probe, "__loader__", None)
     src = None
     if loader is not None and hasattr(loader, "get_source"):
@@ -95,7 +95,7 @@ def read_logs(workdir):
 
 
 def run_child(runner, args, tmp_root=None, environ=None, python=None):
-    """Run the probe child with ``args`` (a JSON-able dict, see _gds_probe.main).
+    """Run the probe child with ``args`` (a JSON-able dict, see _gds.probe.main).
 
     Returns a dict: rc, signal, timed_out, last_step, result (the child's JSON or None),
     protocol_error, stdout_lines (libcufile's own), stderr_tail, cufile_log (parsed entries),

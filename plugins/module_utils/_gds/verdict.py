@@ -286,7 +286,7 @@ def _inferred(facts):
 
 
 def verdict(facts):
-    """The host's mode from the gathered facts (see _gds_facts.gather for their shape)."""
+    """The host's mode from the gathered facts (see _flows.gds_facts.gather for their shape)."""
     nvidia = facts.get("nvidia") or {}
     probe = facts.get("probe") or {}
     lib = facts.get("libcufile") or {}

@@ -96,7 +96,7 @@ def call(what, func, *args, **kwargs):
 
 
 class RetryingSource(object):
-    """A _k8s_wait source (``list``/``watch``) whose lists are retried. Watches already
+    """A _k8s.wait source (``list``/``watch``) whose lists are retried. Watches already
     reconnect on their own (Waiter._watch_loop)."""
 
     def __init__(self, source, sleep=time.sleep, clock=time.monotonic):

@@ -4,9 +4,9 @@
 """Kernel modules for nvidia_fs: loaded state, modprobe, persistence files, DKMS, modinfo.
 PRIVATE to the collection.
 
-Everything the host shows comes through ``_hostpaths.HostPaths`` (``/proc/modules``,
+Everything the host shows comes through ``_common.hostpaths.HostPaths`` (``/proc/modules``,
 ``/sys/module/<m>``, ``/etc/modules-load.d``, ``/etc/modprobe.d``, the DKMS tree) and every
-command through ``_runner.Runner``, so a lab host without loadable modules can point both
+command through ``_common.runner.Runner``, so a lab host without loadable modules can point both
 elsewhere. Parsers, renderers and comparisons are pure; the persistence files are written by
 ``_common.managed_file``, which honours check mode.
 """

@@ -112,7 +112,7 @@ def decide(current, installed, desired, pkg_family="apt"):
 
     Returns {conflict: message or None, wanted: {package: version prefix or None},
     changes_kernel_stack: bool, reason}. ``wanted`` lists every package that must be present;
-    the caller resolves versions against the repositories with ``_packages.plan_packages``.
+    the caller resolves versions against the repositories with ``_packages.apt_dnf.plan_packages``.
     """
     flavour = desired["flavour"]
     version = desired.get("version") or None

@@ -4,7 +4,7 @@
 """apt / dnf for the mofed and nvidia_fs modules. PRIVATE to the collection.
 
 Parsers (``dpkg-query``, ``apt-cache policy``, ``rpm -q``, ``dnf repoquery``) and the package
-plan are pure functions. The backends only build argv lists and run them through ``_runner``:
+plan are pure functions. The backends only build argv lists and run them through ``_common.runner``:
 installs are always explicit pins (``name=version`` / ``name-version``), and signature checks are
 never disabled (no ``--allow-unauthenticated``, no ``--nogpgcheck``, no ``trusted=yes``).
 Before a transaction the package lock is waited for up to a bound; then the error names the

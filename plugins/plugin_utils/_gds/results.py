@@ -71,7 +71,7 @@ def verdict_line(gds):
 
 def warm():
     """Import the validator and jsonschema, and load the schema, in the importing process (see
-    _cufile_validate.warm); silently nothing when they are missing."""
+    _cufile.validate.warm); silently nothing when they are missing."""
     try:
         from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import warm as warm_validator
     except ImportError:

@@ -6,7 +6,7 @@
 Controller-side and pure: every function here takes plain data (the ``ansible_facts.gds`` of
 each host, the run journal written by the ``gpudirect.storage.gds_fleet_report`` callback) and
 returns plain data or text, so the report is unit-tested without running Ansible. The HTML
-page is rendered by ``_fleet_report_html``; the files are written by the
+page is rendered by ``_report.html``; the files are written by the
 ``gpudirect.storage.gds_fleet_report`` action plugin.
 
 Record of one host (``gds-fleet.json`` ``hosts[]``)::

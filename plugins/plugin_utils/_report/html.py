@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The GDS fleet report as ONE self-contained HTML page. PRIVATE to the collection.
 
-Pure: ``render_html(report)`` takes the document built by ``_fleet_report.build_report`` and
+Pure: ``render_html(report)`` takes the document built by ``_report.fleet.build_report`` and
 returns the page - inline CSS, a sortable per-host table (a few lines of inline JavaScript, no
 library), a throughput bar chart drawn as inline SVG, and the reason for every host that is not
 ``gds``. Nothing is loaded from anywhere (a Content-Security-Policy forbids it); every value

@@ -5,7 +5,7 @@
 
 Used by the ``gds_fleet_report`` action plugin and by the ``gds_fleet_report`` callback's
 fallback (a run that ended before its report play). ``changed`` comes from
-``_fleet_report.same_report`` (the generation time is ignored), files are replaced atomically
+``_report.fleet.same_report`` (the generation time is ignored), files are replaced atomically
 (a temporary file in the same directory, then ``os.replace``), nothing is written in check
 mode, and an unchanged report is left as it is.
 """
