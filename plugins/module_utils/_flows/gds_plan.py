@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
 
@@ -116,15 +116,15 @@ def plan(module, params, paths, runner):
             stages[name] = plan_stage(name, module, params[name], paths, runner)
     converged = is_converged(stages)
     try:
-        facts_params = validate(_gds_gather.argument_spec(), {}, params.get("facts"))
+        facts_params = validate(gds_facts.argument_spec(), {}, params.get("facts"))
     except StageFailed as exc:
         raise StageFailed("facts: " + exc.msg)
-    problem = _gds_gather.check_params(facts_params)
+    problem = gds_facts.check_params(facts_params)
     if problem:
         raise StageFailed("facts: " + problem)
     probe_asked = facts_params["probe"]
     # the probe is the verify of a converged host; a host about to change is probed after the change
     facts_params["probe"] = bool(probe_asked and converged)
-    facts = _gds_gather.gather(facts_params, paths, runner, tmp_root=module.tmpdir)
+    facts = gds_facts.gather(facts_params, paths, runner, tmp_root=module.tmpdir)
     facts["probe"]["deferred"] = bool(probe_asked and not facts_params["probe"])
     return {"stages": stages, "converged": converged, "facts": facts}
