@@ -12,6 +12,7 @@ the real tools), commands that change the host skipped in check mode, and failur
 
 from __future__ import annotations
 
+import copy
 import os
 
 STDERR_TAIL_LINES = 20
@@ -76,6 +77,13 @@ class Runner(object):
         self.bin_dirs = [d for d in (extra or "").split(os.pathsep) if d]
         self.bin_dirs += ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin"]
         self.history = []
+
+    def for_module(self, module):
+        """This runner (same environment, binaries and history) for another module: gds_plan
+        gives each stage a runner over its check-mode StageModule."""
+        other = copy.copy(self)
+        other.module = module
+        return other
 
     def which(self, name, required=False):
         """Absolute path of ``name`` or None; shims in ``GPUDIRECT_BIN_DIR`` win."""

@@ -5,9 +5,11 @@
 the same code as the mofed and nvidia_fs modules and the plan phase of cufile_config - then the
 gds facts, with the verify probe only when no stage would change anything.
 
-Each stage runs against a :class:`StageModule`: the real module with the stage's own validated
-parameters, check mode forced on, and ``fail_json`` raising :class:`StageFailed` instead of
-exiting, so one stage's failure is reported and the others are still planned.
+Each stage runs against a :class:`StageModule` and a runner over it: the stage's own validated
+parameters, check mode that cannot be turned off, no write path (the writers raise, file
+attributes are only compared), and ``fail_json`` raising :class:`StageFailed` instead of exiting,
+so one stage's failure is reported and the others are still planned. The real module is never
+switched into check mode for this.
 PRIVATE to the collection. Target-side code: standard library only, Python 3.8+.
 """
 
@@ -45,13 +47,25 @@ class StageFailed(Exception):
 
 
 class StageModule(object):
-    """What a stage's code sees as its module (see the module docstring)."""
+    """What a stage's code sees as its module (see the module docstring). It has no write path:
+    ``check_mode`` is always True, the writers raise, and only the real module's read-only helpers
+    are reachable."""
+
+    READS = ("_diff", "tmpdir", "warn", "deprecate", "debug", "get_bin_path", "run_command",
+             "load_file_common_arguments")
 
     def __init__(self, module, params):
         self._module = module
         self.params = params
-        self.check_mode = True
-        self._diff = module._diff
+
+    @property
+    def check_mode(self):
+        return True
+
+    @check_mode.setter
+    def check_mode(self, value):
+        if not value:
+            raise StageFailed("a stage tried to leave check mode while planning")
 
     def fail_json(self, msg, **kwargs):
         raise StageFailed(msg, kwargs)
@@ -59,8 +73,32 @@ class StageModule(object):
     def exit_json(self, **kwargs):
         raise StageFailed("a stage tried to exit the plan", kwargs)
 
+    def _refuse(self, what):
+        raise StageFailed("a stage tried to write while planning (%s); nothing was written" % what)
+
+    def atomic_move(self, *args, **kwargs):
+        self._refuse("atomic_move")
+
+    def backup_local(self, *args, **kwargs):
+        self._refuse("backup_local")
+
+    def preserved_copy(self, *args, **kwargs):
+        self._refuse("preserved_copy")
+
+    def set_fs_attributes_if_different(self, *args, **kwargs):
+        """Would owner/group/mode/... change? Asked of the real module in check mode (it reads its
+        own flag), so the answer is a comparison and never a change."""
+        saved = self._module.check_mode
+        self._module.check_mode = True
+        try:
+            return self._module.set_fs_attributes_if_different(*args, **kwargs)
+        finally:
+            self._module.check_mode = saved
+
     def __getattr__(self, name):
-        return getattr(self._module, name)
+        if name in self.READS:
+            return getattr(self._module, name)
+        raise AttributeError("%s: not available to a stage while planning" % name)
 
 
 def stage_spec(name):
@@ -97,7 +135,8 @@ def plan_stage(name, module, args, paths, runner):
     try:
         spec, kwargs, execute = stage_spec(name)
         params = validate(spec, kwargs, args)
-        return dict(execute(StageModule(module, params), paths, runner), failed=False)
+        stage = StageModule(module, params)
+        return dict(execute(stage, paths, runner.for_module(stage)), failed=False)
     except StageFailed as exc:
         return dict(exc.details, failed=True, changed=False, msg=exc.msg)
 
@@ -109,7 +148,6 @@ def is_converged(stages):
 
 def plan(module, params, paths, runner):
     """{stages: {name: result}, converged, facts}; never changes the host."""
-    module.check_mode = True  # what the stages delegate to the real module must not write either
     stages = {}
     for name in STAGES:
         if params.get(name) is not None:
