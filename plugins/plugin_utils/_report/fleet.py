@@ -264,6 +264,20 @@ def build_report(records, title="GDS fleet readiness", generated=None, run=None)
             "summary": summarize(records), "hosts": records}
 
 
+def fallback_report(journal_text, hosts, facts, play, play_hosts, ran, playbooks, generated):
+    """The report of a run that ended before its report play, from what the callback saw:
+    ``hosts`` met so far, their slim ``facts``, the journal, and the hosts of the last ``play``
+    that never produced a result in it (``ran``: those that did)."""
+    hosts = [h for h in hosts if h not in ("localhost", "127.0.0.1")]
+    journal = fold_journal(parse_journal(journal_text))
+    skipped = [h for h in play_hosts if h not in ran and h not in journal]
+    journal.update(not_reached(play, skipped))
+    records = build_records(hosts, facts, journal)
+    return build_report(records, title="GDS fleet readiness (run ended before its report play)",
+                        generated=generated, run={"playbooks": playbooks, "journal": True,
+                                                  "writer": "callback fallback"})
+
+
 def same_report(old, new):
     """True when two reports say the same (the generation time and run identity are ignored)."""
     if not isinstance(old, dict) or not isinstance(new, dict):

@@ -374,3 +374,17 @@ def test_write_report_missing_file_or_broken_json_counts_as_changed(tmp_path):
 def test_write_report_check_mode_creates_nothing(tmp_path):
     res = frw.write_report(str(tmp_path / "new"), fleet_report(), check_mode=True)
     assert res["changed"] and not os.path.exists(str(tmp_path / "new"))
+
+
+def test_fallback_report_of_a_run_that_ended_before_its_report_play():
+    journal = "\n".join(json.dumps(e) for e in (
+        {"event": "start", "run_id": "r1"},
+        fr.journal_event("failed", "gpu-2", {"play": "Roll out", "task": "nvidia-fs"}, {"msg": "dkms build failed"})))
+    report = fr.fallback_report(journal, ["localhost", "gpu-1", "gpu-2"], {"gpu-1": {"mode": "gds", "reason": "ok"}},
+                                "Roll out", ["gpu-1", "gpu-2", "gpu-3"], {"gpu-1"}, ["site.yml"], "2026-01-01T00:00:00Z")
+    by_host = dict((r["host"], r) for r in report["hosts"])
+    assert sorted(by_host) == ["gpu-1", "gpu-2", "gpu-3"]
+    assert by_host["gpu-1"]["mode"] == "gds" and by_host["gpu-2"]["status"] == "failed"
+    assert by_host["gpu-3"]["reason"].startswith("not reached") and by_host["gpu-3"]["status"] == "unknown"
+    assert report["run"] == {"playbooks": ["site.yml"], "journal": True, "writer": "callback fallback"}
+    assert report["generated"] == "2026-01-01T00:00:00Z" and "ended before its report play" in report["title"]
