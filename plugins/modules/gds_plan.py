@@ -126,6 +126,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     try:

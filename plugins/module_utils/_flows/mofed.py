@@ -77,7 +77,7 @@ def run(module, paths, runner, backend, result):
     if plan["errors"]:
         if ch and not module.check_mode:  # leave the host as found
             managed_file.apply_file(module, dict(ch, current=ch["desired"], desired=ch["current"],
-                                         action="remove" if ch["current"] is None else "update"), backup=False)
+                                                 action="remove" if ch["current"] is None else "update"), backup=False)
         module.fail_json(msg="; ".join(plan["errors"]) + ". Nothing was changed.", **result)
     after = dict(result["packages"]["before"])
     if plan["install"]:

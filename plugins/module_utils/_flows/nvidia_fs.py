@@ -70,7 +70,7 @@ class NvidiaFs(object):
         if p["state"] == "present":
             if p["persistent"]:
                 out.append(("modules_load", managed_file.plan_file(kmod.modules_load_path(self.paths, MODULE),
-                                                           kmod.render_modules_load(MODULE))))
+                                                                   kmod.render_modules_load(MODULE))))
                 opt_path = kmod.modprobe_conf_path(self.paths, MODULE)
                 ch = managed_file.plan_file(opt_path, kmod.render_modprobe_options(KMOD, p["params"]))
                 out.append(("modprobe", ch))
@@ -259,7 +259,7 @@ class NvidiaFs(object):
         if not change or self.check:
             return
         managed_file.apply_file(self.m, dict(change, current=change["desired"], desired=change["current"],
-                                     action="remove" if change["current"] is None else "update"), backup=False)
+                                             action="remove" if change["current"] is None else "update"), backup=False)
 
     def packages(self, installed, plan):
         if not (plan["install"] or plan["remove"]):

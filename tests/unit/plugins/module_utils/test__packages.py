@@ -150,12 +150,12 @@ def test_argv_never_disables_signature_checks():
 
 def test_repo_rendering_is_always_signed():
     name, text = repos.render_apt_source({"path": "/mnt/ofed/DEBS", "signed_by": "/etc/apt/keyrings/ofed.gpg",
-                                       "suite": "./"}, "gpudirect-ofed")
+                                          "suite": "./"}, "gpudirect-ofed")
     assert name == "gpudirect-ofed.sources"
     assert "URIs: file:/mnt/ofed/DEBS\nSuites: ./\nSigned-By: /etc/apt/keyrings/ofed.gpg\n" in text
     assert "Components" not in text and "trusted" not in text.lower()
     _n, text = repos.render_apt_source({"url": "https://repo.example.invalid/ubuntu2404/x86_64", "suite": "noble",
-                                     "components": ["main"], "signed_by": "/k.gpg", "name": "cuda"}, "x")
+                                        "components": ["main"], "signed_by": "/k.gpg", "name": "cuda"}, "x")
     assert "Suites: noble\nComponents: main\n" in text
     name, text = repos.render_dnf_repo({"path": "/mnt/ofed/RPMS", "signed_by": "/etc/pki/rpm-gpg/ofed"}, "gpudirect-ofed")
     assert name == "gpudirect-ofed.repo" and "gpgcheck=1\n" in text and "baseurl=file:///mnt/ofed/RPMS\n" in text

@@ -252,7 +252,7 @@ def test_input_problems_names_the_option(params, words):
     problems = repos.input_problems(params)
     assert len(problems) == 1 and all(w in problems[0] for w in words), problems
     assert repos.input_problems({"lock_timeout": 0, "version": "2.28.2-1", "extra_packages": ["libcufile-12-8=1.13.1.3-1"],
-                              "repo": dict(REPO, components=["main", "contrib"])}) == []
+                                 "repo": dict(REPO, components=["main", "contrib"])}) == []
 
 
 # --------------------------------------------------------------------------- gds_facts
