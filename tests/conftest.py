@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _ensure_collection_importable():
     try:
-        import ansible_collections.gpudirect.storage.plugins.module_utils._runner  # noqa: F401
+        import ansible_collections.gpudirect.storage.plugins.module_utils._common.runner  # noqa: F401
         return
     except ImportError:
         pass

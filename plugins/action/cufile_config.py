@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import warm
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import (
-    INTERNAL, failed, lint_plan, prepare)
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import (
+    INTERNAL, failed, lint_plan, option, prepare)
 
 MODULE = "gpudirect.storage.cufile_config"
 FORWARD = ("path", "cufile", "link_target", "reasons", "backup_file", "diff")
@@ -32,8 +32,8 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
-        state = args.get("state") or "present"
-        path = args.get("path") or "/etc/cufile.json"
+        state = option(args, "state")
+        path = option(args, "path")
         module_args, src_text, version, problem = prepare(args, self._find_needle)
         if problem:
             return dict(result, **problem)

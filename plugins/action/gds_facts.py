@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, verdict_line, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, verdict_line, warm
 
 MODULE = "gpudirect.storage.gds_facts"
 

@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gpudirect.storage.gds_fleet_report: build the fleet report on the controller from every
 host's ``ansible_facts.gds`` and the run journal of the ``gds_fleet_report`` callback, and
-write gds-fleet.{json,md,html}. The logic is in plugin_utils/_fleet_report*.py."""
+write gds-fleet.{json,md,html}. The logic is in plugin_utils/_report/*.py."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import os
 from ansible import context
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.modules.gds_fleet_report import argument_spec
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import report_dir, write_report
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_fleet_report import argument_spec
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import report_dir, write_report
 
 ENV_JOURNAL = "GDS_FLEET_JOURNAL"
 ENV_RUN = "GDS_FLEET_RUN_ID"

@@ -13,13 +13,13 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import gate
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 
-from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTION_ONLY, argument_spec
-from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import lint_plan, prepare, summarize
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import ACTION_ONLY, argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
@@ -71,12 +71,12 @@ class ActionModule(ActionBase):
         stages = dict((name, dict((k, v) for k, v in s.items() if k in STAGE_KEYS))
                       for name, s in (out.get("stages") or {}).items())
         planned = stages.get("cufile") if cufile is not None else None
-        if planned and not planned["failed"] and (cufile.get("state") or "present") == "present":
+        if planned and not planned["failed"] and option(cufile, "state") == "present":
             # what cufile_config's action does after its plan phase: validate before anything is written
             lint = lint_plan(out["stages"]["cufile"], cufile, src_text, version)
             planned["findings"] = [f.as_dict() for f in lint.findings]
             if not lint.ok:
-                planned.update(failed=True, changed=False, msg=summarize(lint.findings, cufile.get("path") or "/etc/cufile.json"))
+                planned.update(failed=True, changed=False, msg=summarize(lint.findings, option(cufile, "path")))
         gds = out["ansible_facts"]["gds"]
         validate_cufile(gds)
         converged = bool(out.get("converged")) and not stage_failures(stages)

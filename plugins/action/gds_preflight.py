@@ -2,16 +2,16 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gpudirect.storage.gds_preflight: one gds_facts round trip, then the read-only checks on the
-controller (plugin_utils/_preflight.py). One task instead of a facts call and an assert per
+controller (plugin_utils/_gds/preflight.py). One task instead of a facts call and an assert per
 check: every task costs a worker process per host on the controller."""
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
 
 FACTS_MODULE = "gpudirect.storage.gds_facts"
 

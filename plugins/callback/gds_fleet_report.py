@@ -70,8 +70,8 @@ import uuid
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report_write import report_dir, write_report
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import report_dir, write_report
 
 ENV_JOURNAL = "GDS_FLEET_JOURNAL"
 ENV_RUN = "GDS_FLEET_RUN_ID"
@@ -245,20 +245,13 @@ class CallbackModule(CallbackBase):
             os.unlink(self.journal_path)
 
     def _write_fallback(self):
-        events = []
+        text = ""
         if self.journal_path and os.path.exists(self.journal_path):
             with open(self.journal_path, "r", encoding="utf-8") as f:
-                events = fr.parse_journal(f.read())
-        hosts = [h for h in self.hosts if h not in ("localhost", "127.0.0.1")]
-        journal = fr.fold_journal(events)
-        ran = self.play_hosts.get(self.play_name) or set()
-        skipped = [h for h in self.play_all_hosts if h not in ran and h not in journal]
-        journal.update(fr.not_reached(self.play_name, skipped))
-        records = fr.build_records(hosts, self.facts, journal)
+                text = f.read()
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        report = fr.build_report(records, title="GDS fleet readiness (run ended before its report play)",
-                                 generated=now, run={"playbooks": self.playbooks, "journal": True,
-                                                     "writer": "callback fallback"})
+        report = fr.fallback_report(text, self.hosts, self.facts, self.play_name, self.play_all_hosts,
+                                    self.play_hosts.get(self.play_name) or set(), self.playbooks, now)
         dest = self.fallback_report_dir()
         try:
             res = write_report(dest, report)

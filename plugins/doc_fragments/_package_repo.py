@@ -2,7 +2,7 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The signed package repository option of mofed and nvidia_fs (arg spec:
-``_packages.REPO_ARG_SPEC``). PRIVATE to the collection."""
+``_packages.repos.REPO_ARG_SPEC``). PRIVATE to the collection."""
 
 from __future__ import annotations
 

@@ -242,7 +242,7 @@ reasons:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_config import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import (
     MUTUALLY_EXCLUSIVE, CufileConfigError, argument_spec, run_apply, run_plan)
 
 

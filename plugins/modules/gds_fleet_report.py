@@ -134,18 +134,7 @@ journal:
 
 from ansible.module_utils.basic import AnsibleModule
 
-
-def argument_spec():
-    return dict(
-        hosts=dict(type="list", elements="str"),
-        verified_hosts=dict(type="bool", default=True),
-        dest=dict(type="path"),
-        formats=dict(type="list", elements="str", choices=["json", "md", "html"], default=["json", "md", "html"]),
-        title=dict(type="str", default="GDS fleet readiness"),
-        facts=dict(type="dict"),
-        journal=dict(type="path"),
-        k8s_nodes=dict(type="list", elements="dict", default=[]),
-    )
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_fleet_report import argument_spec
 
 
 def main():

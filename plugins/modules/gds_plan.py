@@ -130,25 +130,9 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_plan import StageFailed, plan
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
-
-ACTION_ONLY = ("preflight", "require_mode", "require_proven", "rollout_group", "converged_group")
-
-
-def argument_spec():
-    return dict(
-        mofed=dict(type="dict"),
-        nvidia_fs=dict(type="dict"),
-        cufile=dict(type="dict"),
-        facts=dict(type="dict", default={"probe": False}),
-        preflight=dict(type="dict"),
-        require_mode=dict(type="str", default="", choices=["", "gds", "p2pdma", "compat"]),
-        require_proven=dict(type="bool", default=True),
-        rollout_group=dict(type="str", default="gds_rollout"),
-        converged_group=dict(type="str", default="gds_converged"),
-    )
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import StageFailed, argument_spec, plan
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 
 def main():

@@ -104,20 +104,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-
-def argument_spec():
-    return dict(
-        supported_os=dict(type="dict", default={"Ubuntu": ["22.04", "24.04"], "RedHat": ["9"], "Rocky": ["9"],
-                                                "AlmaLinux": ["9"]}),
-        fail_on_unsupported_os=dict(type="bool", default=True),
-        supported_architectures=dict(type="list", elements="str", default=["x86_64", "aarch64"]),
-        min_python=dict(type="str", default="3.8"),
-        min_free_mb=dict(type="int", default=2048),
-        require_driver=dict(type="bool", default=False),
-        fail_on_secure_boot=dict(type="bool", default=False),
-        mok_key=dict(type="path", no_log=False),
-        facts=dict(type="dict", default={"probe": False}),
-    )
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
 
 
 def main():

@@ -264,44 +264,13 @@ rolled_back_to:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpudirect.storage.plugins.module_utils._gpu_operator_manager import (
-    GpuOperatorManager, ModuleFailure)
-
-
-def argument_spec():
-    return dict(
-        state=dict(type="str", choices=["present", "absent"], default="present", aliases=["release_state"]),
-        release_name=dict(type="str", default="gpu-operator", aliases=["name"]),
-        release_namespace=dict(type="str", default="gpu-operator", aliases=["namespace"]),
-        create_namespace=dict(type="bool", default=True),
-        chart_ref=dict(type="str"),
-        chart_repo_url=dict(type="str"),
-        chart_version=dict(type="str"),
-        values=dict(type="dict", default={}),
-        values_files=dict(type="list", elements="path", default=[]),
-        gds=dict(type="dict", default={}, options=dict(
-            enabled=dict(type="bool"), version=dict(type="str"), repository=dict(type="str"),
-            image=dict(type="str"))),
-        rdma=dict(type="dict", default={}, options=dict(
-            enabled=dict(type="bool"), use_host_mofed=dict(type="bool"))),
-        driver=dict(type="dict", default={}, options=dict(
-            version=dict(type="str"),
-            kernel_module_type=dict(type="str", choices=["auto", "open", "proprietary"]))),
-        kubeconfig=dict(type="path"),
-        kubeconfig_content=dict(type="raw", no_log=True),
-        context=dict(type="str", aliases=["kube_context"]),
-        helm_binary=dict(type="str", default="helm"),
-        wait=dict(type="bool", default=True),
-        wait_timeout=dict(type="raw", default=600),
-        rollback_on_failure=dict(type="bool", default=True),
-        unsupported_os=dict(type="str", choices=["warn", "fail"], default="warn"),
-    )
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gpu_operator import (
+    MUTUALLY_EXCLUSIVE, REQUIRED_IF, GpuOperatorManager, ModuleFailure, argument_spec)
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
-                           required_if=[("state", "present", ["chart_ref"])],
-                           mutually_exclusive=[("kubeconfig", "kubeconfig_content")])
+                           required_if=REQUIRED_IF, mutually_exclusive=MUTUALLY_EXCLUSIVE)
     manager = GpuOperatorManager(module)
     failure = result = None
     try:

@@ -133,9 +133,9 @@ nvidia_fs_rebuild_required:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._ofed_flow import argument_spec, execute
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.mofed import argument_spec, execute
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 
 def main():

@@ -33,7 +33,7 @@ def collection_copy():
 
 
 def test_ansible_test_sanity(collection_copy):
-    assert os.path.exists(os.path.join(collection_copy, "plugins/module_utils/_runner.py"))
+    assert os.path.exists(os.path.join(collection_copy, "plugins/module_utils/_common/runner.py"))
     run([os.path.join(VENV_BIN, "ansible-test"), "sanity", "--local", "--python", "3.11", "--color", "no"],
         cwd=collection_copy, timeout=1500)
 
@@ -71,7 +71,7 @@ def test_galaxy_build_produces_tarball(tmp_path):
     with tarfile.open(os.path.join(str(tmp_path), tarballs[0])) as tar:
         names = tar.getnames()
     assert "galaxy.yml" not in names and "MANIFEST.json" in names
-    assert any(n.startswith("plugins/module_utils/_runner.py") for n in names)
+    assert any(n.startswith("plugins/module_utils/_common/runner.py") for n in names)
     assert not any(n.startswith(("build/", ".venv", "tests/output", "molecule/")) for n in names)
 
 

@@ -146,7 +146,7 @@ FORBIDDEN = re.compile(
 
 
 def _python_strings(path):
-    """String constants of a Python file, except docstrings and the deny list in _packages."""
+    """String constants of a Python file, except docstrings and the deny list in _packages/apt_dnf."""
     with open(path) as f:
         tree = ast.parse(f.read(), path)
     skip = set()
@@ -180,10 +180,11 @@ def test_package_signature_checks_are_never_disabled():
 
 
 def test_rendered_repositories_keep_signature_checks_on():
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
+    from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+    from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
     repo = {"url": "http://mirror.invalid/cuda", "suite": "./", "signed_by": "/etc/apt/keyrings/cuda.asc"}
-    _name, apt = pk.render_apt_source(repo, "x")
-    _name, dnf = pk.render_dnf_repo(repo, "x")
+    _name, apt = repos.render_apt_source(repo, "x")
+    _name, dnf = repos.render_dnf_repo(repo, "x")
     assert "Signed-By: /etc/apt/keyrings/cuda.asc" in apt and not FORBIDDEN.search(apt)
     assert "gpgcheck=1" in dnf and "gpgkey=file:///etc/apt/keyrings/cuda.asc" in dnf and not FORBIDDEN.search(dnf)
     with pytest.raises(AssertionError):

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
@@ -101,10 +100,9 @@ def test_usage_errors_exit_2(tmp_path):
 def test_works_from_an_installed_collection_layout(tmp_path, bad):
     coll = tmp_path / "ansible_collections" / "gpudirect" / "storage"
     os.makedirs(str(coll / "bin"))
-    os.makedirs(str(coll / "plugins" / "module_utils"))
     shutil.copy2(LINT, str(coll / "bin" / "cufile-lint"))
-    for name in glob.glob(os.path.join(ROOT, "plugins", "module_utils", "_cufile*.py")):
-        shutil.copy2(name, str(coll / "plugins" / "module_utils"))
+    for room in ("module_utils", "plugin_utils"):
+        shutil.copytree(os.path.join(ROOT, "plugins", room, "_cufile"), str(coll / "plugins" / room / "_cufile"))
     shutil.copytree(os.path.join(ROOT, "schemas"), str(coll / "schemas"))
     rc, out, dummy = lint(bad, script=str(coll / "bin" / "cufile-lint"), cwd=str(tmp_path))
     assert rc == 1 and "did you mean properties.allow_compat_mode?" in out

@@ -12,8 +12,8 @@ from unittest.mock import MagicMock
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.action import cufile_config as action_mod
-from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_config
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import loads
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import loads
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config as module_mod
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
@@ -142,7 +142,7 @@ def test_state_absent_skips_validation(harness, tmp_path):
 def test_internal_options_and_missing_jsonschema_are_refused(harness, tmp_path, monkeypatch):
     result = harness.run(path=str(tmp_path / "c.json"), _cufile={"phase": "apply"})
     assert result["failed"] and "internal" in result["msg"] and harness.calls == []
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils import _cufile_action
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import action as _cufile_action
     monkeypatch.setattr(_cufile_action, "jsonschema_available", lambda: False)
     result = harness.run(path=str(tmp_path / "c.json"))
     assert result["failed"] and "jsonschema" in result["msg"] and harness.calls == []
@@ -151,3 +151,16 @@ def test_internal_options_and_missing_jsonschema_are_refused(harness, tmp_path, 
 def test_unknown_cufile_version_is_refused(harness, tmp_path):
     result = harness.run(path=str(tmp_path / "c.json"), cufile_version="9.9")
     assert result["failed"] and "available: 1.15" in result["msg"]
+
+
+def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
+    """Each default is stated once, in the module's argument spec: the controller half reads it
+    from there (changing the spec changes what the action assumes)."""
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import action as _cufile_action
+    assert [_cufile_action.option({}, k) for k in ("state", "path", "cufile_version", "remote_src")] == [
+        "present", "/etc/cufile.json", "1.15", False]
+    assert _cufile_action.option({"path": "/srv/cufile.json"}, "path") == "/srv/cufile.json"
+    spec = _cufile_config.argument_spec()
+    spec["path"]["default"] = "/opt/cufile.json"
+    monkeypatch.setattr(_cufile_action, "argument_spec", lambda: spec)
+    assert _cufile_action.option({"path": None}, "path") == "/opt/cufile.json"

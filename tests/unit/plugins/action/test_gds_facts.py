@@ -16,11 +16,11 @@ import pytest
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.action import gds_facts as action
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _gds_results as results
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import results
 
 SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                        "fixtures", "cufile", "cuda-13.0-shipped.json")
-VALIDATOR = "ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate"
+VALIDATOR = "ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate"
 
 
 def shipped():
@@ -117,8 +117,8 @@ def test_verdict_line_names_mode_io_throughput_versions_and_reason():
 
 
 def test_warm_loads_jsonschema_and_the_schema_and_never_raises(monkeypatch):
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_schema as schema
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_validate as validate
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import schema
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import validate
     monkeypatch.setattr(schema, "_CACHE", {})
     monkeypatch.delitem(sys.modules, "jsonschema", raising=False)
     assert validate.warm() is None

@@ -19,7 +19,7 @@ from ansible.module_utils.common.collections import ImmutableDict
 
 from ansible_collections.gpudirect.storage.plugins.action import gds_fleet_report as action
 from ansible_collections.gpudirect.storage.plugins.callback import gds_fleet_report as cbmod
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
 from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__fleet_report import (
     CAPTURED_COMPAT_FACTS)
 

@@ -10,8 +10,8 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _api_retry as retry
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, Result
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import api_retry as retry
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Result
 
 HELM = "/work/main/build/helm/4.1.4/helm"
 # helm 4.1.4 against the API emulator behind tests/system/test_faults_k8s.py's fault proxy
@@ -125,7 +125,7 @@ def _flaky(helm, failures):
 
 @pytest.mark.parametrize("failures, ok", [(2, True), (9, False)])
 def test_gpu_operator_retries_reads_then_succeeds_or_fails_clearly(failures, ok):
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _gpu_operator_manager as mgr
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gpu_operator as mgr
     from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
     from ansible_collections.gpudirect.storage.tests.unit.plugins.modules import test_gpu_operator as gop
     from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module

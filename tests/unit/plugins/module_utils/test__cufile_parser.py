@@ -11,9 +11,9 @@ import os
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, format_path, loads, parse)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_shipped import shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "cufile")
 

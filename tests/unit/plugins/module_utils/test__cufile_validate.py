@@ -11,12 +11,12 @@ import os
 import jsonschema
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_findings import EFFECTS
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import loads
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_schema import (
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import EFFECTS
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import loads
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import (
     available_versions, load_schema, schema_path)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_shipped import shipped
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
     lint_document, lint_merged, lint_text)
 from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.cufile_cases import (
     NEWER_KEYS, REFERENCE_KEYS, nest)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_findings import EFFECTS
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import format_path
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_schema import load_schema
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import lint_document, lint_text
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import EFFECTS
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import format_path
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import load_schema
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import lint_document, lint_text
 from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.cufile_cases import (
     REFERENCE_KEYS, nest, wrong_type)
 

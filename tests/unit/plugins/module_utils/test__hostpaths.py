@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 from __future__ import annotations
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import PATHS, HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import PATHS, HostPaths
 
 
 def test_real_paths_are_the_default():

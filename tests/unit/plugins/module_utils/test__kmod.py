@@ -10,10 +10,11 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Result
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Result
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 
@@ -181,19 +182,19 @@ class _Mod(object):
 
 def test_managed_file_create_update_remove(tmp_path):
     path = str(tmp_path / "etc/modules-load.d/nvidia-fs.conf")
-    ch = kmod.plan_file(path, "nvidia-fs\n")
+    ch = managed_file.plan_file(path, "nvidia-fs\n")
     assert ch["action"] == "create"
-    kmod.apply_file(_Mod(check=True), ch)
+    managed_file.apply_file(_Mod(check=True), ch)
     assert not os.path.exists(path)  # check mode writes nothing
-    kmod.apply_file(_Mod(), ch)
+    managed_file.apply_file(_Mod(), ch)
     assert open(path).read() == "nvidia-fs\n" and oct(os.stat(path).st_mode & 0o777) == "0o644"
-    assert kmod.plan_file(path, "nvidia-fs\n")["action"] == "none"
+    assert managed_file.plan_file(path, "nvidia-fs\n")["action"] == "none"
     mod = _Mod()
-    ch = kmod.plan_file(path, "nvidia_fs\n")
-    assert ch["action"] == "update" and kmod.file_diff(ch)["before"] == "nvidia-fs\n"
-    assert kmod.apply_file(mod, ch) == path + ".bak~" and mod.backups == [path]
-    ch = kmod.plan_file(path, None)
+    ch = managed_file.plan_file(path, "nvidia_fs\n")
+    assert ch["action"] == "update" and managed_file.file_diff(ch)["before"] == "nvidia-fs\n"
+    assert managed_file.apply_file(mod, ch) == path + ".bak~" and mod.backups == [path]
+    ch = managed_file.plan_file(path, None)
     assert ch["action"] == "remove"
-    kmod.apply_file(_Mod(), ch, backup=False)
+    managed_file.apply_file(_Mod(), ch, backup=False)
     assert not os.path.exists(path)
     assert os.listdir(os.path.dirname(path)) == []  # no temp files left behind

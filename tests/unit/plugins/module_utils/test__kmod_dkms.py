@@ -19,9 +19,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "dkms")
 

@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 OPEN = {"version": "580.95.05", "open": True}
@@ -134,7 +134,7 @@ def test_secure_boot_efivar(raw, state):
 
 
 def test_collect_secure_boot_from_fake_efivars(tmp_path):
-    from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
     ev = tmp_path / "sys/firmware/efi/efivars"
     ev.mkdir(parents=True)
     (ev / nvfs.SECURE_BOOT_EFIVAR).write_bytes(b"\x06\x00\x00\x00\x01")

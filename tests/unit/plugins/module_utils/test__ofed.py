@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse as hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 

@@ -13,8 +13,12 @@ import sys
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import versions
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 
@@ -35,8 +39,8 @@ def captured(rel):
     ("2.26.6-1", "2.17.5", 1),
 ])
 def test_compare_versions(left, right, expected):
-    assert pk.compare_versions(left, right) == expected
-    assert pk.compare_versions(right, left) == -expected
+    assert versions.compare_versions(left, right) == expected
+    assert versions.compare_versions(right, left) == -expected
 
 
 @pytest.mark.parametrize("version,wanted,ok", [
@@ -49,7 +53,7 @@ def test_compare_versions(left, right, expected):
     (None, "2.26", False),
 ])
 def test_version_matches(version, wanted, ok):
-    assert pk.version_matches(version, wanted) is ok
+    assert versions.version_matches(version, wanted) is ok
 
 
 def test_parse_apt_cache_policy_local_repo_two_versions():
@@ -145,15 +149,15 @@ def test_argv_never_disables_signature_checks():
 
 
 def test_repo_rendering_is_always_signed():
-    name, text = pk.render_apt_source({"path": "/mnt/ofed/DEBS", "signed_by": "/etc/apt/keyrings/ofed.gpg",
-                                       "suite": "./"}, "gpudirect-ofed")
+    name, text = repos.render_apt_source({"path": "/mnt/ofed/DEBS", "signed_by": "/etc/apt/keyrings/ofed.gpg",
+                                          "suite": "./"}, "gpudirect-ofed")
     assert name == "gpudirect-ofed.sources"
     assert "URIs: file:/mnt/ofed/DEBS\nSuites: ./\nSigned-By: /etc/apt/keyrings/ofed.gpg\n" in text
     assert "Components" not in text and "trusted" not in text.lower()
-    _n, text = pk.render_apt_source({"url": "https://repo.example.invalid/ubuntu2404/x86_64", "suite": "noble",
-                                     "components": ["main"], "signed_by": "/k.gpg", "name": "cuda"}, "x")
+    _n, text = repos.render_apt_source({"url": "https://repo.example.invalid/ubuntu2404/x86_64", "suite": "noble",
+                                        "components": ["main"], "signed_by": "/k.gpg", "name": "cuda"}, "x")
     assert "Suites: noble\nComponents: main\n" in text
-    name, text = pk.render_dnf_repo({"path": "/mnt/ofed/RPMS", "signed_by": "/etc/pki/rpm-gpg/ofed"}, "gpudirect-ofed")
+    name, text = repos.render_dnf_repo({"path": "/mnt/ofed/RPMS", "signed_by": "/etc/pki/rpm-gpg/ofed"}, "gpudirect-ofed")
     assert name == "gpudirect-ofed.repo" and "gpgcheck=1\n" in text and "baseurl=file:///mnt/ofed/RPMS\n" in text
 
 
@@ -233,7 +237,7 @@ def test_lock_holder_real_process(tmp_path):
 
 
 def test_fail_with_merges_the_details_of_each_error_kind():
-    from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
     class Module(object):
         failed = None

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, Runner, tail
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Runner, tail
 
 
 class FakeModule(object):

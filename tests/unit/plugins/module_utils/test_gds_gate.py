@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_verdict as v
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as v
 
 
 def gds_facts(mode, verified, proven, probe=True, reason="r"):

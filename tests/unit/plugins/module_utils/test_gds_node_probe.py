@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe as np
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe_run as run_mod
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_probe as np
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as run_mod
 
 
 def params(**extra):
@@ -57,7 +57,8 @@ def test_runtime_class_mode_requests_no_gpu_and_sees_all():
 def test_configmap_carries_the_collection_probe_and_gather():
     cm = np.configmap("cm", "ns", "r1", params(probe_path=["/data"], probe_size_mb=16))
     data = cm["data"]
-    for name in ("_gds_probe", "_gds_child", "_gds_gather", "_gds_verdict", "_gds_facts", "_hostpaths", "_runner"):
+    for name in ("_gds.probe", "_gds.probe_child", "_flows.gds_facts", "_gds.verdict", "_gds.collectors",
+                 "_common.hostpaths", "_common.runner"):
         assert "mu.%s.py" % name in data
     assert json.loads(data["params.json"])["probe_path"] == ["/data"]
     assert json.loads(data["params.json"])["probe_size_mb"] == 16

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as p
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse as p
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 GDS = os.path.join(ROOT, "fixtures", "gds")

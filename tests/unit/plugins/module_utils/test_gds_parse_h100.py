@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as p
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_proc_modules
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse as p
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_proc_modules
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gds")
 
@@ -60,7 +60,7 @@ def test_proc_modules_no_nvidia_fs():
 
 
 def test_host_os_maps_os_release_to_setup_distribution_names():
-    from ansible_collections.gpudirect.storage.plugins.module_utils._hostparse import parse_os_release
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_os_release
     ubuntu = p.host_os(parse_os_release('NAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\nPRETTY_NAME="Ubuntu 24.04.3 LTS"\n'))
     assert ubuntu == {"id": "ubuntu", "version_id": "24.04", "major": "24", "distribution": "Ubuntu",
                       "pretty": "Ubuntu 24.04.3 LTS"}

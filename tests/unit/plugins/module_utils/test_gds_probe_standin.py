@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_child as child
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds_gather import gather
-from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import Runner
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_child as child
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_facts import gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin
 
 pytestmark = pytest.mark.skipif(standin.gcc() is None, reason="needs a C compiler for the libcufile stand-in")

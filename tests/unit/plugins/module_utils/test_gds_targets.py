@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_targets as t
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import targets as t
 
 GDS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                    "fixtures", "gds")

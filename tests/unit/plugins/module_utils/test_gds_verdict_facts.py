@@ -13,8 +13,8 @@ import copy
 import itertools
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_verdict as v
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as v
 
 GDS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                    "fixtures", "gds")

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gpu_operator as g
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import operator_values as g
 
 NODES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "k8s_emulator", "captured",
                      "nodes-gpu.json")

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _helm as h
-from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError, Result
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import helm as h
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Result
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "helm", "captured")
 VERSIONS = ("3.19.0", "4.1.4")

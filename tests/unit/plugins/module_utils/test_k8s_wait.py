@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _k8s_wait as kw
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "k8s_emulator", "captured")
 

@@ -11,9 +11,9 @@ import stat
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_config
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import dumps, loads
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_shipped import shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import dumps, loads
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
@@ -305,7 +305,7 @@ def test_nvidia_fs_loaded(tmp_path, modules, expected):
     proc.mkdir()
     if modules is not None:
         (proc / "modules").write_text(modules)
-    from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
     assert _cufile_config.nvidia_fs_loaded(HostPaths(root=str(tmp_path), proc_root=str(tmp_path))) is expected
 
 

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_gather
-from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report,
                                                                    gds_node_probe, gds_plan, gds_preflight, gpu_operator,
                                                                    mofed, nvidia_fs)
@@ -250,10 +250,10 @@ def test_the_valid_bases_succeed():
     ({"version": "2.28\n"}, ["version"]),
 ])
 def test_input_problems_names_the_option(params, words):
-    problems = pk.input_problems(params)
+    problems = repos.input_problems(params)
     assert len(problems) == 1 and all(w in problems[0] for w in words), problems
-    assert pk.input_problems({"lock_timeout": 0, "version": "2.28.2-1", "extra_packages": ["libcufile-12-8=1.13.1.3-1"],
-                              "repo": dict(REPO, components=["main", "contrib"])}) == []
+    assert repos.input_problems({"lock_timeout": 0, "version": "2.28.2-1", "extra_packages": ["libcufile-12-8=1.13.1.3-1"],
+                                 "repo": dict(REPO, components=["main", "contrib"])}) == []
 
 
 # --------------------------------------------------------------------------- gds_facts
@@ -343,7 +343,7 @@ def test_fuzz_gpu_operator_options(record_property, tmp_path):
 
 def _without_chart_ref(gop, helm, args):
     from unittest import mock
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _gpu_operator_manager as mgr
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gpu_operator as mgr
     runner = mock.Mock()
     runner.run.side_effect = helm
     with mock.patch.object(mgr, "Runner", return_value=runner), \
@@ -371,7 +371,7 @@ class _RecordingApi(object):
 
 def test_fuzz_gds_node_probe_options(record_property):
     from unittest import mock
-    from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_node_probe_run as run_mod
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as run_mod
     base = {"probe_path": ["/data"]}
     semantic = [
         st.one_of(st.integers(max_value=0), st.integers(min_value=1001))
@@ -384,7 +384,7 @@ def test_fuzz_gds_node_probe_options(record_property):
     def attempt(args, _needle):
         api = _RecordingApi()
         with mock.patch.object(run_mod, "KubeApi", return_value=api), \
-                mock.patch("ansible_collections.gpudirect.storage.plugins.module_utils._k8s_wait.api_client"):
+                mock.patch("ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait.api_client"):
             result = run_module(gds_node_probe.main, args)
         return result, api.writes
     fuzz(record_property, cases(gds_node_probe.argument_spec(), base, semantic), attempt)

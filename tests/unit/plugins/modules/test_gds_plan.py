@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_plan
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_plan as _gds_plan
 from ansible_collections.gpudirect.storage.plugins.modules import gds_plan, mofed, nvidia_fs
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import FakeHost
 
@@ -111,3 +111,79 @@ def test_stage_module_raises_instead_of_exiting():
     with pytest.raises(_gds_plan.StageFailed) as err:
         stage.fail_json(msg="nope", rc=3)
     assert err.value.msg == "nope" and err.value.details == {"rc": 3}
+
+
+class _RealModule(object):
+    """The real module as a stage would reach it: not in check mode, with writers that record."""
+    _diff = False
+    check_mode = False
+    tmpdir = "/tmp/x"
+
+    def __init__(self):
+        self.writes, self.commands, self.attribute_checks = [], [], []
+
+    def atomic_move(self, src, dest, **kwargs):
+        self.writes.append(("atomic_move", dest))
+
+    def backup_local(self, path):
+        self.writes.append(("backup_local", path))
+
+    def preserved_copy(self, src, dest):
+        self.writes.append(("preserved_copy", dest))
+
+    def set_fs_attributes_if_different(self, file_args, changed, diff=None, expand=True):
+        self.attribute_checks.append(self.check_mode)
+        return True
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/" + name
+
+    def run_command(self, argv, **kwargs):
+        self.commands.append(argv)
+        return 0, "", ""
+
+
+def test_a_stage_module_has_no_write_path():
+    real = _RealModule()
+    stage = _gds_plan.StageModule(real, {})
+    for writer, args in (("atomic_move", ("/tmp/t", "/etc/x")), ("backup_local", ("/etc/x",)),
+                         ("preserved_copy", ("/etc/x", "/etc/x.bak"))):
+        with pytest.raises(_gds_plan.StageFailed, match="tried to write while planning"):
+            getattr(stage, writer)(*args)
+    assert real.writes == []
+    with pytest.raises(_gds_plan.StageFailed, match="leave check mode"):
+        stage.check_mode = False
+    stage.check_mode = True  # what cufile_config's attribute check does: allowed, and still True
+    assert stage.check_mode is True
+    # file attributes are compared in check mode on the real module, which keeps its own mode
+    assert stage.set_fs_attributes_if_different({"path": "/etc/x"}, False) is True
+    assert real.attribute_checks == [True] and real.check_mode is False
+    with pytest.raises(AttributeError, match="not available to a stage"):
+        stage.set_mode_if_different  # pylint: disable=pointless-statement
+
+
+def test_a_stage_runner_skips_commands_that_change_the_host():
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
+    real = _RealModule()
+    runner = Runner(real)
+    stage_runner = runner.for_module(_gds_plan.StageModule(real, {}))
+    assert stage_runner.run(["dkms", "build", "x"], mutates=True).skipped
+    assert stage_runner.run(["dkms", "status"]).ok
+    assert real.commands == [["/usr/bin/dkms", "status"]]
+    assert runner.history is stage_runner.history and len(runner.history) == 2
+
+
+def test_planning_leaves_the_real_module_out_of_check_mode(host, monkeypatch):
+    """Planning is write-free because each stage gets a StageModule, not because the real
+    module is switched into check mode."""
+    seen = []
+    real_plan = _gds_plan.plan
+
+    def spy(module, params, paths, runner):
+        out = real_plan(module, params, paths, runner)
+        seen.append(module.check_mode)
+        return out
+    monkeypatch.setattr(gds_plan, "plan", spy)
+    before = host.snapshot()
+    res = plan(host)
+    assert seen == [False] and res["stages"]["mofed"]["changed"] and host.snapshot() == before

@@ -19,9 +19,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report as fr
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_html as frh
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_write as frw
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import html as frh
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import write as frw
 
 CAPTURED_COMPAT_FACTS = {
     "cufile": {"findings": [], "note": "no /etc/cufile.json: libcufile uses its built-in defaults", "valid": True,
@@ -185,7 +185,7 @@ def test_fold_journal_rescue_unreachable_and_noise():
 
 def test_invalid_cufile_json_is_a_failed_check_with_the_validator_message():
     pytest.importorskip("jsonschema")  # the controller-side validator the gds_facts action uses
-    from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import lint_text
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import lint_text
     result = lint_text('{"properties": {"max_direct_io_size_kb": "lots"}}', source="/etc/cufile.json")
     assert not result.ok
     facts = dict(CAPTURED_COMPAT_FACTS, cufile={"valid": False, "errors": len(result.errors),
@@ -413,7 +413,7 @@ def test_k8s_nodes_sit_next_to_ssh_hosts_with_their_source():
 
 
 def test_html_shows_the_source_and_probe_pod():
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils import _fleet_report_html as frh
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import html as frh
     node = {"name": "gpu-a", "mode": "compat", "reason": "r", "pod": "gds-probe-gpu-a-1", "failure": None,
             "source": "kubernetes"}
     page = frh.render_html(fr.build_report(fr.build_records(["ssh-1"], {"ssh-1": CAPTURED_COMPAT_FACTS},
@@ -445,3 +445,16 @@ def test_an_unmet_requirement_of_an_inferred_verdict_says_nothing_was_written():
     check = next(c for c in rec["failed_checks"] if c["check"] == "verdict meets require_mode=gds")
     assert check["detail"] == "verdict is gds, not verified (nothing was written, read back and compared)"
     assert rec["ready"] is False
+
+def test_fallback_report_of_a_run_that_ended_before_its_report_play():
+    journal = "\n".join(json.dumps(e) for e in (
+        {"event": "start", "run_id": "r1"},
+        fr.journal_event("failed", "gpu-2", {"play": "Roll out", "task": "nvidia-fs"}, {"msg": "dkms build failed"})))
+    report = fr.fallback_report(journal, ["localhost", "gpu-1", "gpu-2"], {"gpu-1": {"mode": "gds", "reason": "ok"}},
+                                "Roll out", ["gpu-1", "gpu-2", "gpu-3"], {"gpu-1"}, ["site.yml"], "2026-01-01T00:00:00Z")
+    by_host = dict((r["host"], r) for r in report["hosts"])
+    assert sorted(by_host) == ["gpu-1", "gpu-2", "gpu-3"]
+    assert by_host["gpu-1"]["mode"] == "gds" and by_host["gpu-2"]["status"] == "failed"
+    assert by_host["gpu-3"]["reason"].startswith("not reached") and by_host["gpu-3"]["status"] == "unknown"
+    assert report["run"] == {"playbooks": ["site.yml"], "journal": True, "writer": "callback fallback"}
+    assert report["generated"] == "2026-01-01T00:00:00Z" and "ended before its report play" in report["title"]

@@ -9,8 +9,8 @@ import copy
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 
 POLICY = dict((k, v.get("default")) for k, v in argument_spec().items())
 UBUNTU = {"host": {"os": {"id": "ubuntu", "version_id": "24.04", "major": "24", "distribution": "Ubuntu"},

@@ -1,0 +1,400 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The target side of gpudirect.storage.cufile_config: read the current file, compute the desired
+document, decide ``changed``, back up and write atomically. PRIVATE to the collection.
+Standard library only (runs on bare GPU hosts).
+
+Validation is NOT done here: the action plugin validates the planned document on the controller
+(jsonschema) and only then asks the module to write it (docs/cufile.md, "How a run works").
+
+Symlinks: on CUDA 13 hosts /etc/cufile.json is an update-alternatives link into the CUDA tree
+(/etc/alternatives/cufile.json -> /usr/local/cuda-13.0/gds/cufile.json). Writing through it would
+edit a package-owned file that the next CUDA upgrade overwrites. The module therefore replaces the
+link by a regular file of its own (the rename replaces the link itself, the CUDA file is left
+untouched), reports the old target as ``link_target`` and, with ``backup``, keeps the old link as
+a symlink backup. update-alternatives does not replace a real file with its link without
+--force, so the managed file survives package upgrades.
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import os
+import pwd
+import re
+import tempfile
+import time
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
+    CufileSyntaxError, canonical, deep_merge, dumps, parse)
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+
+
+def argument_spec():
+    return dict(
+        path=dict(type="path", default="/etc/cufile.json"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        settings=dict(type="dict"),
+        base=dict(type="str", choices=["shipped", "current", "empty"]),
+        src=dict(type="path"),
+        remote_src=dict(type="bool", default=False),
+        backup=dict(type="bool", default=False),
+        env_path_json=dict(type="path"),
+        cufile_version=dict(type="str", default="1.15"),
+        mode=dict(type="raw", default="0644"),
+        owner=dict(type="str", default="root"),
+        group=dict(type="str", default="root"),
+        _cufile=dict(type="dict"),  # set by the action plugin only
+    )
+
+
+MUTUALLY_EXCLUSIVE = [("base", "src")]
+
+
+class CufileConfigError(Exception):
+    """A problem with the module's input or the host file; ``str()`` is the message for fail_json."""
+
+
+class FileState(object):
+    """What is at ``path`` now."""
+
+    __slots__ = ("path", "exists", "is_link", "link_target", "resolved", "data", "document", "error", "checksum")
+
+    def __init__(self, path):
+        self.path = path
+        self.exists = False
+        self.is_link = False
+        self.link_target = None
+        self.resolved = None
+        self.data = None
+        self.document = None
+        self.error = None
+        self.checksum = None
+
+    @property
+    def fingerprint(self):
+        """Identity of the current state, compared between the plan and the apply phase."""
+        if not self.exists and not self.is_link:
+            return "absent"
+        kind = "link:%s" % self.link_target if self.is_link else "file"
+        return "%s:%s" % (kind, self.checksum or "-")
+
+    def text(self):
+        if self.data is None:
+            return ""
+        return self.data.decode("utf-8", "replace")
+
+
+def read_state(path):
+    """Read ``path`` (following a symlink for the content). A file that does not parse is kept
+    as ``error`` (a message with line and column), not raised."""
+    state = FileState(path)
+    if os.path.islink(path):
+        state.is_link = True
+        state.link_target = os.readlink(path)
+        state.resolved = os.path.realpath(path)
+    if os.path.isdir(path):
+        raise CufileConfigError("path %s is a directory" % path)
+    if not os.path.exists(path):
+        return state  # absent, or a dangling link
+    state.exists = True
+    with open(path, "rb") as f:
+        state.data = f.read()
+    state.checksum = hashlib.sha256(state.data).hexdigest()
+    try:
+        state.document = parse(state.data).document
+    except CufileSyntaxError as exc:
+        state.error = "%s: %s" % (path, exc)
+    return state
+
+
+def load_src(text, name):
+    """Parse a ``src`` file's text; a syntax error becomes a CufileConfigError naming the file."""
+    try:
+        return parse(text).document
+    except CufileSyntaxError as exc:
+        raise CufileConfigError("src %s is not valid cufile.json: %s" % (name, exc))
+
+
+def desired_document(base, settings, current, src_document=None):
+    """The document to install: ``src_document`` or the base (``shipped`` / ``current`` / ``empty``),
+    with ``settings`` merged over it (a null in settings removes the key)."""
+    if src_document is not None:
+        start = src_document
+    elif base == "current":
+        if current.error:
+            raise CufileConfigError("base=current, but the current file does not parse: %s; "
+                                    "use base=shipped, base=empty or src to replace it" % current.error)
+        start = current.document if current.exists else {}
+    elif base == "empty":
+        start = {}
+    else:
+        start = shipped()
+    if settings:
+        if not isinstance(start, dict):
+            start = {}
+        return deep_merge(start, settings, null_deletes=True)
+    return start
+
+
+def content_changes(current, desired):
+    """Pure decision: the reasons the file must be (re)written, empty when it stays as it is.
+    Parsed JSON is compared (type-exact), so comments and formatting alone are no change."""
+    reasons = []
+    if not current.exists:
+        reasons.append("create")
+    elif current.error:
+        reasons.append("replace-unparsable")
+    elif canonical(current.document) != canonical(desired):
+        reasons.append("content")
+    if current.is_link:
+        reasons.append("replace-symlink")
+    return reasons
+
+
+def diff_texts(current, desired_text):
+    """before/after texts for --diff: sorted JSON, or the raw text of an unparsable file."""
+    if not current.exists:
+        before = ""
+    elif current.error:
+        before = current.text()
+    else:
+        before = dumps(current.document)
+    return before, desired_text
+
+
+def backup(module, path):
+    """Back up what is at ``path``: a symlink is kept as a symlink with the same target (mv it back
+    to restore the update-alternatives link), a regular file as a copy (named like
+    module.backup_local). A backup that cannot be completed (disk full) is removed again."""
+    dest = "%s.%s.%s" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~", time.localtime()))
+    try:
+        if os.path.islink(path):
+            os.symlink(os.readlink(path), dest)
+        else:
+            module.preserved_copy(path, dest)
+    except (IOError, OSError) as exc:
+        if os.path.lexists(dest):
+            os.unlink(dest)
+        raise CufileConfigError("cannot back up %s to %s: %s; %s was left as it was" % (path, dest, exc, path))
+    return dest
+
+
+def write_atomic(module, path, text):
+    """Write ``text`` to a temp file in the same directory, fsync, and atomic_move it over ``path``.
+    The rename replaces a symlink at ``path`` itself, never the file it points to."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise CufileConfigError("directory %s does not exist" % directory)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cufile.json.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8", "surrogateescape"))
+            f.flush()
+            os.fsync(f.fileno())
+        # a fresh file replaces a link: do not copy the attributes of the CUDA file behind it
+        module.atomic_move(tmp, path, keep_dest_attrs=not os.path.islink(path))
+    except (IOError, OSError) as exc:  # disk full, read-only: the temp file goes, the file stays
+        raise CufileConfigError("cannot write %s: %s; %s was left as it was" % (path, exc, path))
+    finally:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+_MODE_OPERATOR = re.compile(r"[+=-]")
+_MODE_USERS = re.compile(r"[ugoa]*\Z")
+_MODE_PERMS = re.compile(r"[rwxXstugo]*\Z")
+
+
+def attribute_problems(params):
+    """owner / group / mode that cannot be applied, each naming its option. Checked before
+    anything is written (AnsibleModule would only notice after the file was replaced)."""
+    out = []
+    owner, group, mode = params.get("owner"), params.get("group"), params.get("mode")
+    if owner and not str(owner).isdigit():
+        try:
+            pwd.getpwnam(owner)
+        except KeyError:
+            out.append("owner: there is no user %r on the host" % owner)
+    if group and not str(group).isdigit():
+        try:
+            grp.getgrnam(group)
+        except KeyError:
+            out.append("group: there is no group %r on the host" % group)
+    if mode is not None and not isinstance(mode, int):
+        try:
+            int(str(mode), 8)
+        except ValueError:  # the symbolic grammar AnsibleModule accepts (u=rw,g=r,o=r)
+            for clause in str(mode).split(","):
+                parts = _MODE_OPERATOR.split(clause)
+                if not _MODE_USERS.match(parts[0]) or not all(_MODE_PERMS.match(x) for x in parts[1:]):
+                    out.append("mode %r is neither octal (0644) nor symbolic (u=rw,g=r,o=r)" % (mode,))
+                    break
+    return out
+
+
+def host_path_facts(document, specs):
+    """Existence of the host paths a document names where libcufile requires them to exist.
+    ``specs``: [{"path": "denylist.mounts", "what": "value"|"items"|"keys", "kind": ...}] (from the
+    schema, sent by the action plugin). Returns {host_path: {"exists": bool, "is_dir": bool}}."""
+    facts = {}
+    for spec in specs or []:
+        node = document
+        for part in spec["path"].split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            continue
+        if spec["what"] == "value":
+            candidates = [node]
+        elif spec["what"] == "items":
+            candidates = node if isinstance(node, list) else []
+        else:
+            candidates = list(node) if isinstance(node, dict) else []
+        for candidate in candidates:
+            if isinstance(candidate, str) and candidate:
+                facts[candidate] = {"exists": os.path.exists(candidate), "is_dir": os.path.isdir(candidate)}
+    return facts
+
+
+def nvidia_fs_loaded(paths=None):
+    """True/False when the host says whether nvidia_fs is loaded, None when it cannot tell."""
+    paths = paths or HostPaths()
+    if os.path.exists(paths.nvidia_fs_proc):
+        return True
+    modules = paths.read("proc_modules")
+    if modules is None:
+        return None
+    return any(line.split(" ", 1)[0] == "nvidia_fs" for line in modules.splitlines())
+
+
+def _read_text(path, what):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (IOError, OSError) as exc:
+        raise CufileConfigError("cannot read %s %s: %s" % (what, path, exc))
+    return data
+
+
+def _diff(module, current, desired_text):
+    if not module._diff:
+        return None
+    before, after = diff_texts(current, desired_text)
+    header = current.path + (" (symlink to %s)" % current.link_target if current.is_link else "")
+    return {"before": before, "after": after, "before_header": header, "after_header": current.path}
+
+
+def _attributes_differ(module, path):
+    """Would owner/group/mode/SELinux/attributes change? Asked in check mode, so nothing changes."""
+    file_args = module.load_file_common_arguments(module.params, path=path)
+    saved = module.check_mode
+    module.check_mode = True
+    try:
+        return module.set_fs_attributes_if_different(file_args, False)
+    finally:
+        module.check_mode = saved
+
+
+def _internal(module):
+    """The action plugin's private arguments (option ``_cufile``)."""
+    return module.params.get("_cufile") or {}
+
+
+def run_plan(module):
+    """Plan phase: compute current and desired, decide ``changed``; never writes."""
+    p = module.params
+    internal = _internal(module)
+    path = p["path"]
+    current = read_state(path)
+    result = {"changed": False, "path": path, "fingerprint": current.fingerprint, "link_target": current.link_target,
+              "current_error": current.error}
+    if p["state"] == "absent":
+        present = current.exists or current.is_link
+        result.update(changed=present, reasons=["remove"] if present else [], cufile=None)
+        diff = _diff(module, current, "")
+        if diff:
+            result["diff"] = diff
+        return result
+    problems = attribute_problems(p)
+    if problems:
+        raise CufileConfigError("; ".join(problems) + "; nothing was written")
+    src_document = None
+    if internal.get("src_text") is not None:
+        src_document = load_src(internal["src_text"], p["src"])
+    elif p["src"]:
+        if not p["remote_src"]:
+            raise CufileConfigError("src %s is on the controller: run the module through its action plugin" % p["src"])
+        data = _read_text(p["src"], "src")
+        try:
+            result["src_text"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CufileConfigError("src %s is not UTF-8 text" % p["src"])
+        src_document = load_src(data, p["src"])
+    desired = desired_document(p["base"] or "shipped", p["settings"], current, src_document)
+    try:
+        desired_text = dumps(desired)
+    except ValueError as exc:
+        raise CufileConfigError("settings hold a value JSON cannot write: %s" % exc)
+    reasons = content_changes(current, desired)
+    if not reasons and _attributes_differ(module, path):
+        reasons.append("attributes")
+    result.update(changed=bool(reasons), reasons=reasons, cufile=desired, desired_text=desired_text,
+                  current=current.document, host={"nvidia_fs": nvidia_fs_loaded()},
+                  path_facts=host_path_facts(desired, internal.get("path_checks")))
+    if p["env_path_json"]:
+        env = p["env_path_json"]
+        result["env_text"] = _read_text(env, "env_path_json").decode("utf-8", "replace") if os.path.isfile(env) else None
+    diff = _diff(module, current, desired_text)
+    if diff:
+        result["diff"] = diff
+    return result
+
+
+def run_apply(module):
+    """Apply phase: write the content the controller validated, if the file is still what the plan
+    saw (same fingerprint); back up first when asked; then set owner/group/mode."""
+    p = module.params
+    internal = _internal(module)
+    path = p["path"]
+    current = read_state(path)
+    if current.fingerprint != internal.get("expect"):
+        raise CufileConfigError("%s changed on the host after this task planned its change (planned against %s, found %s); "
+                                "nothing was written, run the task again" % (path, internal.get("expect"), current.fingerprint))
+    result = {"changed": False, "path": path, "backup_file": None, "link_target": current.link_target}
+    if module.check_mode:
+        return result
+    present = current.exists or current.is_link
+    if p["state"] == "absent":
+        if present:
+            if p["backup"]:
+                result["backup_file"] = backup(module, path)
+            os.unlink(path)
+            result["changed"] = True
+        return result
+    content = internal.get("content")
+    if not isinstance(content, str):
+        raise CufileConfigError("internal error: the apply phase got no content")
+    try:
+        desired = parse(content).document
+    except CufileSyntaxError as exc:
+        raise CufileConfigError("internal error: planned content does not parse: %s" % exc)
+    problems = attribute_problems(p)
+    if problems:
+        raise CufileConfigError("; ".join(problems) + "; nothing was written")
+    reasons = content_changes(current, desired)
+    if reasons:
+        if p["backup"] and present:
+            result["backup_file"] = backup(module, path)
+        try:
+            write_atomic(module, path, content)
+        except CufileConfigError:
+            if result["backup_file"]:  # nothing changed: no backup of it either
+                os.unlink(result["backup_file"])
+            raise
+    file_args = module.load_file_common_arguments(p, path=path)
+    result["changed"] = module.set_fs_attributes_if_different(file_args, bool(reasons))
+    return result

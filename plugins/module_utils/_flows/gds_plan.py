@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gds_plan on the target: in ONE process, what each install stage would do in check mode -
+the same code as the mofed and nvidia_fs modules and the plan phase of cufile_config - then the
+gds facts, with the verify probe only when no stage would change anything.
+
+Each stage runs against a :class:`StageModule` and a runner over it: the stage's own validated
+parameters, check mode that cannot be turned off, no write path (the writers raise, file
+attributes are only compared), and ``fail_json`` raising :class:`StageFailed` instead of exiting,
+so one stage's failure is reported and the others are still planned. The real module is never
+switched into check mode for this.
+PRIVATE to the collection. Target-side code: standard library only, Python 3.8+.
+"""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts
+
+STAGES = ("mofed", "nvidia_fs", "cufile")
+
+
+# Options the gds_plan action plugin consumes on the controller; never sent to the host.
+ACTION_ONLY = ("preflight", "require_mode", "require_proven", "rollout_group", "converged_group")
+
+
+def argument_spec():
+    return dict(
+        mofed=dict(type="dict"),
+        nvidia_fs=dict(type="dict"),
+        cufile=dict(type="dict"),
+        facts=dict(type="dict", default={"probe": False}),
+        preflight=dict(type="dict"),
+        require_mode=dict(type="str", default="", choices=["", "gds", "p2pdma", "compat"]),
+        require_proven=dict(type="bool", default=True),
+        rollout_group=dict(type="str", default="gds_rollout"),
+        converged_group=dict(type="str", default="gds_converged"),
+    )
+
+
+class StageFailed(Exception):
+    def __init__(self, msg, details=None):
+        super(StageFailed, self).__init__(msg)
+        self.msg = msg
+        self.details = details or {}
+
+
+class StageModule(object):
+    """What a stage's code sees as its module (see the module docstring). It has no write path:
+    ``check_mode`` is always True, the writers raise, and only the real module's read-only helpers
+    are reachable."""
+
+    READS = ("_diff", "tmpdir", "warn", "deprecate", "debug", "get_bin_path", "run_command",
+             "load_file_common_arguments")
+
+    def __init__(self, module, params):
+        self._module = module
+        self.params = params
+
+    @property
+    def check_mode(self):
+        return True
+
+    @check_mode.setter
+    def check_mode(self, value):
+        if not value:
+            raise StageFailed("a stage tried to leave check mode while planning")
+
+    def fail_json(self, msg, **kwargs):
+        raise StageFailed(msg, kwargs)
+
+    def exit_json(self, **kwargs):
+        raise StageFailed("a stage tried to exit the plan", kwargs)
+
+    def _refuse(self, what):
+        raise StageFailed("a stage tried to write while planning (%s); nothing was written" % what)
+
+    def atomic_move(self, *args, **kwargs):
+        self._refuse("atomic_move")
+
+    def backup_local(self, *args, **kwargs):
+        self._refuse("backup_local")
+
+    def preserved_copy(self, *args, **kwargs):
+        self._refuse("preserved_copy")
+
+    def set_fs_attributes_if_different(self, *args, **kwargs):
+        """Would owner/group/mode/... change? Asked of the real module in check mode (it reads its
+        own flag), so the answer is a comparison and never a change."""
+        saved = self._module.check_mode
+        self._module.check_mode = True
+        try:
+            return self._module.set_fs_attributes_if_different(*args, **kwargs)
+        finally:
+            self._module.check_mode = saved
+
+    def __getattr__(self, name):
+        if name in self.READS:
+            return getattr(self._module, name)
+        raise AttributeError("%s: not available to a stage while planning" % name)
+
+
+def stage_spec(name):
+    """(argument_spec, validator keyword arguments, execute(module, paths, runner)) of a stage;
+    imported here so that only the stages asked for are compiled on the target."""
+    if name == "mofed":
+        from ansible_collections.gpudirect.storage.plugins.module_utils._flows import mofed as flow
+        return flow.argument_spec(), {}, flow.execute
+    if name == "nvidia_fs":
+        from ansible_collections.gpudirect.storage.plugins.module_utils._flows import nvidia_fs as flow
+        return flow.argument_spec(), {"required_together": flow.REQUIRED_TOGETHER}, flow.execute
+    from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as cfg
+
+    def execute(module, paths, runner):
+        try:
+            return cfg.run_plan(module)
+        except cfg.CufileConfigError as exc:
+            raise StageFailed(str(exc), {"path": module.params["path"]})
+    return dict(FILE_COMMON_ARGUMENTS, **cfg.argument_spec()), {"mutually_exclusive": cfg.MUTUALLY_EXCLUSIVE}, execute
+
+
+def validate(spec, kwargs, args):
+    """The stage's parameters with defaults, or StageFailed naming the option. A null value
+    means "not set", as an omitted task option does."""
+    res = ArgumentSpecValidator(spec, **kwargs).validate(dict((k, v) for k, v in (args or {}).items() if v is not None))
+    if res.error_messages:
+        raise StageFailed("; ".join(res.error_messages))
+    return res.validated_parameters
+
+
+def plan_stage(name, module, args, paths, runner):
+    """One stage's check-mode result, with ``failed`` and ``msg`` when it failed."""
+    try:
+        spec, kwargs, execute = stage_spec(name)
+        params = validate(spec, kwargs, args)
+        stage = StageModule(module, params)
+        return dict(execute(stage, paths, runner.for_module(stage)), failed=False)
+    except StageFailed as exc:
+        return dict(exc.details, failed=True, changed=False, msg=exc.msg)
+
+
+def is_converged(stages):
+    """True when every planned stage succeeded and would change nothing."""
+    return bool(stages) and all(not s.get("failed") and not s.get("changed") for s in stages.values())
+
+
+def plan(module, params, paths, runner):
+    """{stages: {name: result}, converged, facts}; never changes the host."""
+    stages = {}
+    for name in STAGES:
+        if params.get(name) is not None:
+            stages[name] = plan_stage(name, module, params[name], paths, runner)
+    converged = is_converged(stages)
+    try:
+        facts_params = validate(gds_facts.argument_spec(), {}, params.get("facts"))
+    except StageFailed as exc:
+        raise StageFailed("facts: " + exc.msg)
+    problem = gds_facts.check_params(facts_params)
+    if problem:
+        raise StageFailed("facts: " + problem)
+    probe_asked = facts_params["probe"]
+    # the probe is the verify of a converged host; a host about to change is probed after the change
+    facts_params["probe"] = bool(probe_asked and converged)
+    facts = gds_facts.gather(facts_params, paths, runner, tmp_root=module.tmpdir)
+    facts["probe"]["deferred"] = bool(probe_asked and not facts_params["probe"])
+    return {"stages": stages, "converged": converged, "facts": facts}

@@ -1,0 +1,24 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The options of gpudirect.storage.gds_preflight (the preflight checks run by its action plugin
+from the host's gds facts): one spec for the module file (ansible-doc, AnsibleModule) and the
+action plugin. PRIVATE to the collection. No sequence here: the module runs only through its
+action plugin."""
+
+from __future__ import annotations
+
+
+def argument_spec():
+    return dict(
+        supported_os=dict(type="dict", default={"Ubuntu": ["22.04", "24.04"], "RedHat": ["9"], "Rocky": ["9"],
+                                                "AlmaLinux": ["9"]}),
+        fail_on_unsupported_os=dict(type="bool", default=True),
+        supported_architectures=dict(type="list", elements="str", default=["x86_64", "aarch64"]),
+        min_python=dict(type="str", default="3.8"),
+        min_free_mb=dict(type="int", default=2048),
+        require_driver=dict(type="bool", default=False),
+        fail_on_secure_boot=dict(type="bool", default=False),
+        mok_key=dict(type="path", no_log=False),
+        facts=dict(type="dict", default={"probe": False}),
+    )

@@ -1,0 +1,316 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gpu_operator module's sequence: read -> plan -> (act) -> wait -> report.
+PRIVATE to the collection.
+
+Everything that decides lives in pure functions (_k8s.helm.plan_release,
+_k8s.operator_values.preflight, _k8s.wait.evaluate); this class only wires helm, the kubernetes API and the module together,
+so tests can drive it with a fake runner and a fake API source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import traceback
+
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
+
+from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import api_retry as retry
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.operator_values import ValuesError, desired_values, preflight
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import (
+    Helm, HelmError, parse_duration, plan_release, previous_good_revision, values_diff)
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Runner, tail
+
+
+def argument_spec():
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present", aliases=["release_state"]),
+        release_name=dict(type="str", default="gpu-operator", aliases=["name"]),
+        release_namespace=dict(type="str", default="gpu-operator", aliases=["namespace"]),
+        create_namespace=dict(type="bool", default=True),
+        chart_ref=dict(type="str"),
+        chart_repo_url=dict(type="str"),
+        chart_version=dict(type="str"),
+        values=dict(type="dict", default={}),
+        values_files=dict(type="list", elements="path", default=[]),
+        gds=dict(type="dict", default={}, options=dict(
+            enabled=dict(type="bool"), version=dict(type="str"), repository=dict(type="str"),
+            image=dict(type="str"))),
+        rdma=dict(type="dict", default={}, options=dict(
+            enabled=dict(type="bool"), use_host_mofed=dict(type="bool"))),
+        driver=dict(type="dict", default={}, options=dict(
+            version=dict(type="str"),
+            kernel_module_type=dict(type="str", choices=["auto", "open", "proprietary"]))),
+        kubeconfig=dict(type="path"),
+        kubeconfig_content=dict(type="raw", no_log=True),
+        context=dict(type="str", aliases=["kube_context"]),
+        helm_binary=dict(type="str", default="helm"),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="raw", default=600),
+        rollback_on_failure=dict(type="bool", default=True),
+        unsupported_os=dict(type="str", choices=["warn", "fail"], default="warn"),
+    )
+
+
+REQUIRED_IF = [("state", "present", ["chart_ref"])]
+MUTUALLY_EXCLUSIVE = [("kubeconfig", "kubeconfig_content")]
+
+
+class ModuleFailure(Exception):
+    """Stop with fail_json(msg, **extra)."""
+
+    def __init__(self, msg, **extra):
+        super(ModuleFailure, self).__init__(msg)
+        self.msg = msg
+        self.extra = extra
+
+
+def _yaml_dump(data):
+    if HAS_YAML:
+        return yaml.safe_dump(data, default_flow_style=False, sort_keys=True)
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def release_info(name, namespace, history):
+    if not history or history[-1]["status"] == "uninstalled":
+        return {"name": name, "namespace": namespace, "status": "absent"}
+    latest = history[-1]
+    return {"name": name, "namespace": namespace, "revision": latest["revision"], "chart": latest["chart"],
+            "chart_version": latest["chart_version"], "app_version": latest["app_version"],
+            "status": latest["status"], "description": latest["description"], "updated": latest["updated"]}
+
+
+def merge_node_reports(preflight_nodes, wait_nodes):
+    by_name = {n["name"]: dict(n) for n in preflight_nodes or []}
+    for node in wait_nodes or []:
+        by_name.setdefault(node["name"], {}).update(node)
+    return [by_name[k] for k in sorted(by_name)]
+
+
+class GpuOperatorManager(object):
+    def __init__(self, module, runner=None, source_factory=None, clock=time.monotonic, sleep=None):
+        self.module = module
+        self.params = module.params
+        self.runner = runner or Runner(module)
+        self.source_factory = source_factory
+        self.clock = clock
+        self.sleep = sleep or time.sleep
+        self.warnings = []
+        self.result = {"changed": False}
+        self._tmp_files = []
+
+    # --- helpers --------------------------------------------------------------------------
+    def _tmp_file(self, content, suffix):
+        fd, path = tempfile.mkstemp(prefix="gpu-operator-", suffix=suffix, dir=getattr(self.module, "tmpdir", None))
+        self._tmp_files.append(path)
+        with os.fdopen(fd, "w") as handle:  # mkstemp: mode 0600, owner only
+            handle.write(content)
+        return path
+
+    def cleanup(self):
+        for path in self._tmp_files:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def _kubeconfig(self):
+        content = self.params.get("kubeconfig_content")
+        if content:
+            text = content if isinstance(content, str) else json.dumps(content)
+            return self._tmp_file(text, ".kubeconfig")
+        return self.params.get("kubeconfig")
+
+    def _load_values_files(self):
+        files = []
+        for path in self.params.get("values_files") or []:
+            if not HAS_YAML:
+                raise ModuleFailure(missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
+            try:
+                with open(path) as handle:
+                    files.append((path, yaml.safe_load(handle)))
+            except (IOError, OSError) as exc:
+                raise ModuleFailure("values_files: cannot read %s: %s" % (path, exc))
+            except yaml.YAMLError as exc:
+                raise ModuleFailure("values_files: %s is not valid YAML: %s" % (path, exc))
+        return files
+
+    def _source(self, kubeconfig):
+        if self.source_factory is not None:
+            return self.source_factory(kubeconfig)
+        if not kw.HAS_KUBERNETES:
+            raise ModuleFailure(missing_required_lib("kubernetes"), exception=kw.KUBERNETES_IMPORT_ERROR)
+        try:
+            client = kw.api_client(kubeconfig, self.params.get("context"))
+        except Exception as exc:
+            raise ModuleFailure("cannot load the kubeconfig / cluster credentials: %s" % exc)
+        return kw.KubeSource(client, self.params["release_namespace"])
+
+    def _read(self, what, func, *args):
+        """A read-only API call (helm history / get values), retried with backoff while the API
+        is unreachable or answers 5xx (_k8s.api_retry); then a clear failure."""
+        try:
+            return retry.call(what, func, *args, sleep=self.sleep, clock=self.clock)
+        except retry.ApiUnavailable as exc:
+            raise ModuleFailure(str(exc), commands=list(self.helm.commands) if getattr(self, "helm", None) else [])
+
+    def _kube(self, what, func, *args):
+        try:
+            return func(*args)
+        except ModuleFailure:
+            raise
+        except retry.ApiUnavailable as exc:
+            raise ModuleFailure(str(exc))
+        except Exception as exc:
+            raise ModuleFailure("Kubernetes API error while %s: %s" % (what, str(exc).strip()[:500]))
+
+    def _snapshot(self, source):
+        """One read-only readiness evaluation for a failure message ({} when the API fails too)."""
+        try:
+            return kw.Waiter(source).snapshot()
+        except Exception:
+            return {}
+
+    def _report(self, helm, **extra):
+        self.result.update(helm_version=helm.version or "", commands=list(helm.commands))
+        self.result.update(extra)
+        return self.result
+
+    # --- main -----------------------------------------------------------------------------
+    def run(self):
+        params = self.params
+        timeout = self._timeout()
+        kubeconfig = self._kubeconfig()
+        helm = Helm(self.runner, params["helm_binary"], kubeconfig, params.get("context"))
+        self.helm = helm
+        try:
+            helm.detect_version()
+            if params["state"] == "absent":
+                return self._absent(helm, timeout)
+            return self._present(helm, kubeconfig, timeout)
+        except CommandError as exc:
+            raise ModuleFailure(str(exc), commands=list(helm.commands), **exc.to_fail_kwargs())
+        except HelmError as exc:
+            raise ModuleFailure(str(exc), commands=list(helm.commands))
+
+    def _timeout(self):
+        try:
+            return parse_duration(self.params["wait_timeout"])
+        except HelmError as exc:
+            raise ModuleFailure(str(exc))
+
+    def _absent(self, helm, timeout):
+        name, ns = self.params["release_name"], self.params["release_namespace"]
+        history = self._read("reading the release history", helm.history, name, ns)
+        installed = bool(history) and history[-1]["status"] != "uninstalled"
+        before = self._read("reading the release values", helm.get_values, name, ns) if installed else {}
+        self.result["changed"] = installed
+        if installed and self.module._diff:
+            self.result["diff"] = values_diff(name, before, {}, history[-1]["chart"], "", _yaml_dump)
+        if installed and not self.module.check_mode:
+            res = helm.uninstall(name, ns, wait=self.params["wait"], timeout=timeout)
+            if res.rc != 0:
+                raise ModuleFailure("helm uninstall %s failed: %s" % (name, tail(res.stderr) or tail(res.stdout)),
+                                    commands=list(helm.commands), rc=res.rc, stderr=res.stderr)
+            history = []
+        return self._report(helm, release=release_info(name, ns, history), values={}, reasons=(
+            ["release is installed"] if installed else []), cluster_policy={}, nodes=[])
+
+    def _present(self, helm, kubeconfig, timeout):
+        params, started = self.params, self.clock()
+        name, ns = params["release_name"], params["release_namespace"]
+        if not params.get("chart_ref"):
+            raise ModuleFailure("chart_ref is required with state=present")
+        try:
+            desired = desired_values(self._load_values_files(), params.get("values"),
+                                     {k: params.get(k) for k in ("gds", "rdma", "driver")})
+        except ValuesError as exc:
+            raise ModuleFailure(str(exc))
+        chart = helm.show_chart(params["chart_ref"], params.get("chart_repo_url"), params.get("chart_version"))
+        history = self._read("reading the release history", helm.history, name, ns, chart["name"])
+        current = self._read("reading the release values", helm.get_values, name, ns) if history else {}
+        source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
+        nodes = self._kube("listing GPU nodes", source.list, "nodes")[0]
+        pre = preflight(desired, nodes, params["unsupported_os"])
+        for text in pre["warnings"]:
+            self.module.warn(text)
+        if pre["errors"]:
+            raise ModuleFailure("preflight failed, nothing was changed: " + "; ".join(pre["errors"]),
+                                nodes=pre["nodes"], commands=list(helm.commands))
+        needed, reasons = plan_release(history, current, desired, chart)
+        self.result.update(changed=needed, reasons=reasons)
+        if self.module._diff:
+            before_chart = history[-1]["chart"] if history else ""
+            self.result["diff"] = values_diff(name, current if history else {}, desired, before_chart,
+                                              "%s-%s" % (chart["name"], chart["version"]), _yaml_dump)
+        if self.module.check_mode:
+            evaluation = self._kube("reading GDS readiness", kw.Waiter(source).snapshot) if history else {}
+            return self._finish(helm, history, desired, pre, evaluation)
+        if needed:
+            values_file = self._tmp_file(json.dumps(desired, indent=2, sort_keys=True), ".values.yaml")
+            res = helm.upgrade(name, ns, params["chart_ref"], values_file, repo_url=params.get("chart_repo_url"),
+                               version=params.get("chart_version"), create_namespace=params["create_namespace"],
+                               wait=params["wait"], timeout=timeout)
+            if res.rc != 0:
+                # helm 4's --wait=watcher also waits for the ClusterPolicy's Ready condition, so a
+                # crash-looping nvidia-fs-ctr can surface as a helm timeout: say what is not ready.
+                msg = "helm upgrade failed: %s" % (tail(res.stderr) or tail(res.stdout))
+                evaluation = self._snapshot(source)
+                if evaluation.get("problems"):
+                    msg += "; not ready: " + "; ".join(evaluation["problems"])
+                self._failed(helm, history, msg, timeout, pre, evaluation, rc=res.rc, stderr=res.stderr)
+        evaluation = {}
+        if params["wait"]:
+            remaining = max(1.0, timeout - (self.clock() - started))
+            evaluation = self._kube("waiting for GDS", kw.Waiter(source).wait, remaining)
+            if not evaluation["ready"]:
+                msg = kw.failure_message(evaluation, timeout)
+                self._failed(helm, history if needed else None, msg, timeout, pre, evaluation)
+        after = self._read("reading the release history", helm.history, name, ns, chart["name"])
+        return self._finish(helm, after, desired, pre, evaluation)
+
+    def _finish(self, helm, history, desired, pre, evaluation):
+        params = self.params
+        return self._report(helm, release=release_info(params["release_name"], params["release_namespace"], history),
+                            values=desired, cluster_policy=(evaluation or {}).get("cluster_policy", {}),
+                            nodes=merge_node_reports(pre["nodes"], (evaluation or {}).get("nodes")))
+
+    def _failed(self, helm, history, msg, timeout, pre, evaluation, **extra):
+        """Fail; with rollback_on_failure and a change made (``history`` not None), undo it first."""
+        name, ns = self.params["release_name"], self.params["release_namespace"]
+        rolled_back = None
+        if self.params["rollback_on_failure"] and history is not None:
+            previous = previous_good_revision(history)
+            if previous is not None:
+                res = helm.rollback(name, ns, previous, wait=self.params["wait"], timeout=timeout)
+                msg += ("; rolled back to revision %d" % previous if res.rc == 0 else
+                        "; rollback to revision %d FAILED: %s" % (previous, tail(res.stderr)))
+                rolled_back = previous if res.rc == 0 else None
+            else:
+                res = helm.uninstall(name, ns, wait=self.params["wait"], timeout=timeout)
+                msg += ("; first install failed, release uninstalled" if res.rc == 0 else
+                        "; uninstall after the failed install FAILED: %s" % tail(res.stderr))
+        elif history is None:
+            msg += " (nothing was changed by this run, so nothing was rolled back)"
+        try:
+            after = helm.history(name, ns)
+        except CommandError:
+            after = history or []
+        raise ModuleFailure(msg, changed=history is not None, rolled_back_to=rolled_back,
+                            reasons=self.result.get("reasons", []),
+                            release=release_info(name, ns, after), commands=list(helm.commands),
+                            cluster_policy=(evaluation or {}).get("cluster_policy", {}),
+                            nodes=merge_node_reports(pre["nodes"], (evaluation or {}).get("nodes")),
+                            helm_version=helm.version or "", **extra)

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gpudirect.storage.mofed module's work on a module-like object (params, check_mode,
+fail_json, run_command): used by the mofed module and, in check mode, by gds_plan."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_ofed_info
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+
+
+def argument_spec():
+    return dict(
+        flavour=dict(type="str", required=True, choices=list(ofed.FLAVOURS)),
+        version=dict(type="str"),
+        extra_packages=dict(type="list", elements="str", default=[]),
+        state=dict(type="str", choices=["present"], default="present"),
+        lock_timeout=dict(type="int", default=120),
+        repo=copy.deepcopy(repos.REPO_ARG_SPEC),
+    )
+
+
+def ofed_info(runner):
+    if not runner.which("ofed_info"):
+        return None
+    return parse_ofed_info(runner.run(["ofed_info", "-s"], check=False).stdout)
+
+
+def repo_change(module, paths, backend):
+    repo = module.params["repo"]
+    if not repo:
+        return None
+    if backend.family == "apt":
+        fname, text = repos.render_apt_source(repo, "gpudirect-ofed")
+        path = os.path.join(paths.apt_sources_d, fname)
+    else:
+        fname, text = repos.render_dnf_repo(repo, "gpudirect-ofed")
+        path = os.path.join(paths.yum_repos_d, fname)
+    ch = managed_file.plan_file(path, text)
+    return None if ch["action"] == "none" else ch
+
+
+def run(module, paths, runner, backend, result):
+    p = module.params
+    names = ofed.query_names(backend.family) + ["nvidia-fs-dkms"] + \
+        [e.partition("=")[0] for e in p["extra_packages"]]
+    installed, available = backend.query(names)
+    current = ofed.detect(installed, ofed_info(runner))
+    result.update(current=current, installed_version=current["version"], version=current["version"])
+    decision = ofed.decide(current, installed, {"flavour": p["flavour"], "version": p["version"],
+                                                "extra_packages": p["extra_packages"]}, backend.family)
+    if decision["conflict"]:
+        module.fail_json(msg=decision["conflict"] + " Nothing was changed.", **result)
+    wanted = decision["wanted"]
+    result["packages"]["before"] = dict((n, installed[n]) for n in wanted if n in installed)
+    diffs = []
+    ch = repo_change(module, paths, backend)
+    if ch:
+        if not module.check_mode:
+            pk.wait_for_locks(paths, [getattr(paths, n) for n in backend.lock_names], backend.lock_timeout)
+        diffs.append(managed_file.file_diff(ch))
+        managed_file.apply_file(module, ch, backup=False)
+        backend.refresh()
+        result["actions"] += ["%s %s" % (ch["action"], ch["path"]), "refresh package metadata"]
+        result["changed"] = True
+        if not module.check_mode:
+            installed, available = backend.query(names)
+    plan = pk.plan_packages(installed, available, wanted, strict=not (module.check_mode and ch))
+    if plan["errors"]:
+        if ch and not module.check_mode:  # leave the host as found
+            managed_file.apply_file(module, dict(ch, current=ch["desired"], desired=ch["current"],
+                                                 action="remove" if ch["current"] is None else "update"), backup=False)
+        module.fail_json(msg="; ".join(plan["errors"]) + ". Nothing was changed.", **result)
+    after = dict(result["packages"]["before"])
+    if plan["install"]:
+        diffs.append(pk.package_diff(installed, plan))
+        pk.apply_plan(backend, paths, plan, module.check_mode)
+        result["changed"] = True
+        for name, ver, kind in plan["install"]:
+            result["actions"].append("%s %s=%s" % (kind, name, ver))
+            after[name] = ver
+        if not module.check_mode:
+            info = ofed_info(runner)
+            result["version"] = info["version"] if info else result["version"]
+    result["packages"]["after"] = after
+    result.update(ofed.outcome(decision, plan, current, "nvidia-fs-dkms" in installed))
+    if module._diff and diffs:
+        result["diff"] = diffs
+
+
+def execute(module, paths, runner):
+    """The mofed result for ``module.params`` (fails through ``module.fail_json``)."""
+    result = {"changed": False, "actions": [], "desired_version": module.params["version"],
+              "installed_version": None, "version": None, "current": {},
+              "packages": {"before": {}, "after": {}}, "reboot_required": False,
+              "modules_reload_required": False, "nvidia_fs_rebuild_required": False}
+    problems = repos.input_problems(module.params, package_options=("extra_packages",))
+    if problems:
+        module.fail_json(msg="; ".join(problems) + ". Nothing was changed.", **result)
+    try:
+        backend = pk.get_backend(runner, module.params["lock_timeout"])
+        run(module, paths, runner, backend, result)
+    except (CommandError, pk.PackageError) as exc:
+        pk.fail_with(module, result, exc)
+    return result

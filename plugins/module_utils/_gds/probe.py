@@ -1,0 +1,574 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The cuFile probe: a self-contained program run as a CHILD process. PRIVATE to the collection.
+
+gds_facts never loads libcuda, libnvidia-ml or libcufile in its own process: libcufile prints
+config errors on stdout and aborts the process on some of them (an uncaught jsoncpp
+exception). The module runs this file's source as ``python -c <source> <json args>`` (see
+``_gds/probe_child.py`` for why ``-c``), with a private working directory and ``CUFILE_LOGFILE_PATH``
+pointing into it, and reads:
+
+* ``@@GDS_PROBE@@ step <name>`` lines: the step being entered (the last one names where a
+  crash happened);
+* one ``@@GDS_PROBE@@ result <json>`` line at the end.
+
+Anything else on stdout is libcufile's. C stdio is switched to unbuffered first, so lines
+printed right before an abort() are not lost in a pipe buffer.
+
+The program: optional NVML inventory (GPU names, UUIDs, PCI bus ids, BAR1), then cuInit, the
+primary context of one device, two device buffers, a known pattern (random 1 MiB blocks, each
+stamped with a nonce and its index), cuFileDriverOpen, and for each probe path: an
+O_CREAT|O_EXCL|O_DIRECT file, cuFileHandleRegister, cuFileWrite of buffer 1, cuFileRead into
+buffer 2 (both timed, in parallel chunks when ``threads`` > 1), a byte-for-byte comparison
+on the host, and ALWAYS deregister, close and unlink. nvidia-fs stats are read around the
+write and the read so the module can prove (or disprove) the nvidia-fs data path.
+
+Standard library only, Python 3.8+; it imports nothing from the collection. It is one file on
+purpose (longer than the usual ~400 lines): the child runs it as a single program and cannot
+import its siblings, and the CUDA, NVML and cuFile parts share the step/error protocol above.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+
+SENTINEL = "@@GDS_PROBE@@"
+PROTOCOL = 1
+BLOCK = 1 << 20
+HEADER = 16
+WARMUP = 1 << 20  # bytes of the untimed first write and read (see Probe.warm_up)
+
+
+def emit(kind, payload):
+    # The leading newline ends any line libcufile left unterminated on the same stdout.
+    data = ("\n%s %s %s\n" % (SENTINEL, kind, payload)).encode("utf-8", "replace")
+    while data:
+        n = os.write(1, data)
+        data = data[n:]
+
+
+def unbuffer_c_stdout():
+    """libcufile prints with C stdio; make stdout unbuffered so nothing is lost on abort()."""
+    try:
+        libc = ctypes.CDLL(None)
+        stream = ctypes.c_void_p.in_dll(libc, "stdout")
+        libc.setvbuf.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t]
+        libc.setvbuf(stream, None, 2, 0)  # _IONBF
+        return libc
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+class StepError(Exception):
+    """A probe step failed; ``info`` is the JSON-able description."""
+
+    def __init__(self, info):
+        super(StepError, self).__init__(info.get("step"))
+        self.info = info
+
+
+def _cstr(buf):
+    return buf.value.decode("utf-8", "replace")
+
+
+# ---------------------------------------------------------------------------------------------
+# NVML (libnvidia-ml) inventory
+
+class _PciInfo(ctypes.Structure):
+    _fields_ = [("busIdLegacy", ctypes.c_char * 16), ("domain", ctypes.c_uint), ("bus", ctypes.c_uint),
+                ("device", ctypes.c_uint), ("pciDeviceId", ctypes.c_uint), ("pciSubSystemId", ctypes.c_uint),
+                ("busId", ctypes.c_char * 32)]
+
+
+class _Bar1(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
+def nvml_inventory(lib):
+    """GPUs as NVML sees them; {"error": ...} when NVML cannot be used."""
+    try:
+        nv = ctypes.CDLL(lib)
+    except OSError as exc:
+        return {"error": "cannot load %s: %s" % (lib, exc)}
+
+    def errstr(rc):
+        try:
+            nv.nvmlErrorString.restype = ctypes.c_char_p
+            return "%s (%d)" % (nv.nvmlErrorString(rc).decode("utf-8", "replace"), rc)
+        except (AttributeError, ValueError):
+            return "NVML error %d" % rc
+
+    init = getattr(nv, "nvmlInit_v2", None) or nv.nvmlInit
+    rc = init()
+    if rc:
+        return {"error": "nvmlInit failed: %s" % errstr(rc)}
+    out = {"gpus": []}
+    try:
+        buf = ctypes.create_string_buffer(96)
+        if nv.nvmlSystemGetDriverVersion(buf, 96) == 0:
+            out["driver_version"] = _cstr(buf)
+        ver = ctypes.c_int(0)
+        fn = getattr(nv, "nvmlSystemGetCudaDriverVersion_v2", None) or getattr(nv, "nvmlSystemGetCudaDriverVersion", None)
+        if fn is not None and fn(ctypes.byref(ver)) == 0:
+            out["cuda_driver_version"] = ver.value
+        count = ctypes.c_uint(0)
+        rc = (getattr(nv, "nvmlDeviceGetCount_v2", None) or nv.nvmlDeviceGetCount)(ctypes.byref(count))
+        if rc:
+            out["error"] = "nvmlDeviceGetCount failed: %s" % errstr(rc)
+            return out
+        by_index = getattr(nv, "nvmlDeviceGetHandleByIndex_v2", None) or nv.nvmlDeviceGetHandleByIndex
+        for i in range(count.value):
+            handle = ctypes.c_void_p()
+            rc = by_index(ctypes.c_uint(i), ctypes.byref(handle))
+            if rc:
+                out["gpus"].append({"index": i, "error": errstr(rc)})
+                continue
+            gpu = {"index": i}
+            name = ctypes.create_string_buffer(96)
+            if nv.nvmlDeviceGetName(handle, name, 96) == 0:
+                gpu["name"] = _cstr(name)
+            uuid = ctypes.create_string_buffer(96)
+            if nv.nvmlDeviceGetUUID(handle, uuid, 96) == 0:
+                gpu["uuid"] = _cstr(uuid)
+            pci = _PciInfo()
+            fn = getattr(nv, "nvmlDeviceGetPciInfo_v3", None) or getattr(nv, "nvmlDeviceGetPciInfo_v2", None)
+            if fn is not None and fn(handle, ctypes.byref(pci)) == 0:
+                gpu["pci_bus_id"] = pci.busId.decode("ascii", "replace")
+            bar1 = _Bar1()
+            if nv.nvmlDeviceGetBAR1MemoryInfo(handle, ctypes.byref(bar1)) == 0:
+                gpu["bar1_total_mib"] = bar1.total // (1 << 20)
+            mem = _Bar1()  # nvmlMemory_t has the same three fields (total, free, used)
+            if nv.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(mem)) == 0:
+                gpu["fb_total_mib"] = mem.total // (1 << 20)
+            out["gpus"].append(gpu)
+    finally:
+        nv.nvmlShutdown()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA driver API + cuFile through ctypes
+
+class _CUfileError(ctypes.Structure):
+    _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
+
+
+class _DescrHandle(ctypes.Union):
+    _fields_ = [("fd", ctypes.c_int), ("handle", ctypes.c_void_p)]
+
+
+class _CUfileDescr(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("handle", _DescrHandle), ("fs_ops", ctypes.c_void_p)]
+
+
+class _NvfsProps(ctypes.Structure):
+    _fields_ = [("major_version", ctypes.c_uint), ("minor_version", ctypes.c_uint),
+                ("poll_thresh_size", ctypes.c_size_t), ("max_direct_io_size", ctypes.c_size_t),
+                ("dstatusflags", ctypes.c_uint), ("dcontrolflags", ctypes.c_uint)]
+
+
+class _DrvProps(ctypes.Structure):
+    _fields_ = [("nvfs", _NvfsProps), ("fflags", ctypes.c_uint), ("max_device_cache_size", ctypes.c_uint),
+                ("per_buffer_cache_size", ctypes.c_uint), ("max_device_pinned_mem_size", ctypes.c_uint),
+                ("max_batch_io_size", ctypes.c_uint), ("max_batch_io_timeout_msecs", ctypes.c_uint)]
+
+
+# CUFileBoolConfigParameter_t values read back after cuFileDriverOpen (the effective config:
+# cufile.json overlaid with the CUFILE_* environment).
+BOOL_PARAMS = {"allow_compat_mode": 1, "force_compat_mode": 2, "parallel_io": 4, "use_pci_p2pdma": 7}
+CU_FILE_HANDLE_TYPE_OPAQUE_FD = 1
+
+
+class Probe(object):
+    def __init__(self, args):
+        self.args = args
+        self.size = int(args.get("size") or 64 * BLOCK)
+        self.chunk = max(BLOCK, int(args.get("chunk") or 16 * BLOCK))
+        self.threads = int(args.get("threads", 0))
+        self.device = int(args.get("device") or 0)
+        self.stats_path = args.get("nvfs_stats")
+        self.cuda = None
+        self.cufile = None
+        self.ctx = ctypes.c_void_p()
+        self.ctx_release = None
+        self.driver_close = None
+        self.driver_open = False
+        self.dev = 0
+        self.bufs = []
+        self.registered = []
+        self.pattern = None
+        self.nonce = struct.unpack("<Q", os.urandom(8))[0]
+        self.result = {"timing": {}, "paths": []}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def step(self, name):
+        emit("step", name)
+
+    def cu(self, name, *argv):
+        rc = getattr(self.cuda, name)(*argv)
+        if rc:
+            raise StepError({"step": name, "kind": "cuda", "code": rc, "name": self.cu_name(rc)})
+
+    def cu_name(self, rc):
+        try:
+            ptr = ctypes.c_char_p()
+            if self.cuda.cuGetErrorName(rc, ctypes.byref(ptr)) == 0 and ptr.value:
+                return ptr.value.decode("ascii", "replace")
+        except (AttributeError, ValueError):
+            pass
+        return None
+
+    def cufile_call(self, name, *argv):
+        err = getattr(self.cufile, name)(*argv)
+        if err.err:
+            raise StepError({"step": name, "kind": "cufile", "err": err.err, "cu_err": err.cu_err})
+        return err
+
+    def read_stats(self):
+        if not self.stats_path:
+            return None
+        try:
+            with open(self.stats_path, "r") as f:
+                return f.read()
+        except (IOError, OSError):
+            return None
+
+    # -- setup -----------------------------------------------------------------------------
+    def load(self):
+        c = ctypes
+        self.step("load libcuda")
+        try:
+            self.cuda = c.CDLL(self.args.get("cuda_lib") or "libcuda.so.1")
+        except OSError as exc:
+            raise StepError({"step": "load libcuda", "kind": "dlopen", "message": str(exc)})
+        cu = self.cuda
+        for name, args in (
+                ("cuInit", [c.c_uint]), ("cuDriverGetVersion", [c.POINTER(c.c_int)]),
+                ("cuDeviceGetCount", [c.POINTER(c.c_int)]), ("cuDeviceGet", [c.POINTER(c.c_int), c.c_int]),
+                ("cuDeviceGetName", [c.c_char_p, c.c_int, c.c_int]),
+                ("cuDevicePrimaryCtxRetain", [c.POINTER(c.c_void_p), c.c_int]),
+                ("cuCtxSetCurrent", [c.c_void_p]), ("cuCtxSynchronize", []),
+                ("cuMemAlloc_v2", [c.POINTER(c.c_uint64), c.c_size_t]), ("cuMemFree_v2", [c.c_uint64]),
+                ("cuMemcpyHtoD_v2", [c.c_uint64, c.c_void_p, c.c_size_t]),
+                ("cuMemcpyDtoH_v2", [c.c_void_p, c.c_uint64, c.c_size_t]),
+                ("cuMemsetD32_v2", [c.c_uint64, c.c_uint, c.c_size_t]),
+                ("cuGetErrorName", [c.c_int, c.POINTER(c.c_char_p)])):
+            fn = getattr(cu, name)
+            fn.argtypes = args
+            fn.restype = c.c_int
+        release = getattr(cu, "cuDevicePrimaryCtxRelease_v2", None) or getattr(cu, "cuDevicePrimaryCtxRelease", None)
+        if release is not None:
+            release.argtypes = [c.c_int]
+            release.restype = c.c_int
+        self.ctx_release = release
+
+        self.step("load libcufile")
+        try:
+            self.cufile = c.CDLL(self.args["cufile_lib"], use_errno=True)
+        except OSError as exc:
+            raise StepError({"step": "load libcufile", "kind": "dlopen", "message": str(exc)})
+        cf = self.cufile
+        err = _CUfileError
+        for name, args, res in (
+                ("cuFileDriverOpen", [], err),
+                ("cuFileDriverGetProperties", [c.POINTER(_DrvProps)], err),
+                ("cuFileHandleRegister", [c.POINTER(c.c_void_p), c.POINTER(_CUfileDescr)], err),
+                ("cuFileHandleDeregister", [c.c_void_p], None),
+                ("cuFileBufRegister", [c.c_void_p, c.c_size_t, c.c_int], err),
+                ("cuFileBufDeregister", [c.c_void_p], err),
+                ("cuFileWrite", [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int64, c.c_int64], c.c_ssize_t),
+                ("cuFileRead", [c.c_void_p, c.c_void_p, c.c_size_t, c.c_int64, c.c_int64], c.c_ssize_t)):
+            fn = getattr(cf, name)
+            fn.argtypes = args
+            fn.restype = res
+        close = getattr(cf, "cuFileDriverClose_v2", None) or getattr(cf, "cuFileDriverClose", None)
+        if close is not None:
+            close.argtypes = []
+            close.restype = err
+        self.driver_close = close
+
+    def init_cuda(self):
+        c = ctypes
+        self.step("cuInit")
+        t0 = time.time()
+        self.cu("cuInit", 0)
+        ver = c.c_int(0)
+        self.cu("cuDriverGetVersion", c.byref(ver))
+        count = c.c_int(0)
+        self.cu("cuDeviceGetCount", c.byref(count))
+        dev = c.c_int(0)
+        self.step("cuDeviceGet")
+        self.cu("cuDeviceGet", c.byref(dev), self.device)
+        name = c.create_string_buffer(256)
+        self.cu("cuDeviceGetName", name, 256, dev)
+        self.dev = dev.value
+        self.step("cuDevicePrimaryCtxRetain")
+        self.cu("cuDevicePrimaryCtxRetain", c.byref(self.ctx), dev)
+        self.cu("cuCtxSetCurrent", self.ctx)
+        self.result["cuda"] = {"driver_version": ver.value, "device_count": count.value,
+                               "device": {"ordinal": self.device, "name": _cstr(name)}}
+        self.result["timing"]["cuda_init_s"] = round(time.time() - t0, 4)
+
+    def alloc_and_fill(self):
+        c = ctypes
+        self.step("cuMemAlloc")
+        for _i in range(2):
+            ptr = c.c_uint64(0)
+            self.cu("cuMemAlloc_v2", c.byref(ptr), self.size)
+            self.bufs.append(ptr.value)
+        t0 = time.time()
+        self.step("fill pattern")
+        plen = min(self.chunk, self.size)
+        self.pattern = c.create_string_buffer(os.urandom(BLOCK) * (plen // BLOCK), plen)
+        for off in range(0, self.size, plen):
+            self.cu("cuMemcpyHtoD_v2", self.bufs[0] + off, c.addressof(self.pattern), min(plen, self.size - off))
+        for blk in range(self.size // BLOCK):
+            hdr = c.create_string_buffer(self.header(blk), HEADER)
+            self.cu("cuMemcpyHtoD_v2", self.bufs[0] + blk * BLOCK, c.addressof(hdr), HEADER)
+        self.cu("cuCtxSynchronize")
+        self.result["timing"]["fill_s"] = round(time.time() - t0, 4)
+
+    def header(self, blk):
+        return struct.pack("<QQ", self.nonce, blk)
+
+    def open_driver(self):
+        c = ctypes
+        self.step("cuFileDriverOpen")
+        t0 = time.time()
+        self.cufile_call("cuFileDriverOpen")
+        self.driver_open = True
+        self.result["timing"]["driver_open_s"] = round(time.time() - t0, 4)
+        info = {}
+        props = _DrvProps()
+        if self.cufile.cuFileDriverGetProperties(c.byref(props)).err == 0:
+            info["props"] = {
+                "nvfs_major_version": props.nvfs.major_version, "nvfs_minor_version": props.nvfs.minor_version,
+                "dstatusflags": props.nvfs.dstatusflags, "dcontrolflags": props.nvfs.dcontrolflags,
+                "fflags": props.fflags, "max_direct_io_size": props.nvfs.max_direct_io_size,
+                "max_device_cache_size": props.max_device_cache_size,
+                "per_buffer_cache_size": props.per_buffer_cache_size,
+                "max_device_pinned_mem_size": props.max_device_pinned_mem_size,
+            }
+        get_version = getattr(self.cufile, "cuFileGetVersion", None)
+        if get_version is not None:
+            get_version.argtypes = [c.POINTER(c.c_int)]
+            get_version.restype = _CUfileError
+            ver = c.c_int(0)
+            if get_version(c.byref(ver)).err == 0:
+                info["api_version"] = ver.value
+        get_bool = getattr(self.cufile, "cuFileGetParameterBool", None)
+        if get_bool is not None:
+            get_bool.argtypes = [c.c_int, c.POINTER(c.c_bool)]
+            get_bool.restype = _CUfileError
+            params = {}
+            for key, num in BOOL_PARAMS.items():
+                val = c.c_bool(False)
+                if get_bool(num, c.byref(val)).err == 0:
+                    params[key] = bool(val.value)
+            info["params"] = params
+        self.result["cufile"] = info
+
+    def register_buffers(self):
+        self.step("cuFileBufRegister")
+        for ptr in self.bufs:
+            self.cufile_call("cuFileBufRegister", ctypes.c_void_p(ptr), self.size, 0)
+            self.registered.append(ptr)
+
+    # -- I/O -------------------------------------------------------------------------------
+    def warm_up(self, op, fh, dptr):
+        """One untimed ``op`` of the first WARMUP bytes: libcufile sets up its per-thread state
+        (compat mode: its bounce buffers) on the first I/O of a process, which would otherwise
+        be timed in the probe's single run. Reads go into the source buffer, never into the one
+        that is verified."""
+        n = min(WARMUP, self.size)
+        ret = getattr(self.cufile, op)(fh, ctypes.c_void_p(dptr), n, 0, 0)
+        if ret != n:
+            raise StepError({"step": op, "kind": "io", "offset": 0, "size": n, "ret": ret, "warm_up": True,
+                             "errno": ctypes.get_errno() if ret == -1 else None})
+
+    def transfer(self, op, fh, dptr):
+        """``op`` (cuFileWrite/cuFileRead) of the whole buffer: one call when threads == 0,
+        else chunks of ``self.chunk`` spread over ``threads`` threads (ctypes releases the
+        GIL during each call). Returns seconds; raises StepError on the first failed chunk."""
+        fn = getattr(self.cufile, op)
+        if self.threads <= 0:
+            chunks = [(0, self.size)]
+            nthreads = 1
+        else:
+            chunks = [(off, min(self.chunk, self.size - off)) for off in range(0, self.size, self.chunk)]
+            nthreads = max(1, min(self.threads, len(chunks)))
+        errors = []
+
+        def worker(idx):
+            if nthreads > 1:
+                self.cuda.cuCtxSetCurrent(self.ctx)
+            for i in range(idx, len(chunks), nthreads):
+                if errors:
+                    return
+                off, n = chunks[i]
+                ret = fn(fh, ctypes.c_void_p(dptr), n, off, off)
+                if ret != n:
+                    errors.append({"step": op, "kind": "io", "offset": off, "size": n, "ret": ret,
+                                   "errno": ctypes.get_errno() if ret == -1 else None})
+                    return
+
+        t0 = time.time()
+        if nthreads == 1:
+            worker(0)
+        else:
+            pool = [threading.Thread(target=worker, args=(i,)) for i in range(nthreads)]
+            for t in pool:
+                t.start()
+            for t in pool:
+                t.join()
+        elapsed = time.time() - t0
+        if errors:
+            raise StepError(errors[0])
+        return elapsed
+
+    def verify(self):
+        """Copy buffer 2 back to the host and compare it with the pattern, block by block."""
+        c = ctypes
+        libc = c.CDLL(None)
+        libc.memcmp.argtypes = [c.c_void_p, c.c_void_p, c.c_size_t]
+        libc.memcmp.restype = c.c_int
+        plen = len(self.pattern)
+        host = c.create_string_buffer(plen)
+        base = c.addressof(host)
+        pbase = c.addressof(self.pattern)
+        for off in range(0, self.size, plen):
+            n = min(plen, self.size - off)
+            self.cu("cuMemcpyDtoH_v2", base, self.bufs[1] + off, n)
+            for boff in range(0, n, BLOCK):
+                blk = (off + boff) // BLOCK
+                got = c.string_at(base + boff, HEADER)
+                want = self.header(blk)
+                if got != want or libc.memcmp(base + boff + HEADER, pbase + boff + HEADER, BLOCK - HEADER):
+                    return {"ok": False, "offset": off + boff, "expected": want.hex(), "got": got.hex(),
+                            "verified_bytes": off + boff}
+        return {"ok": True, "verified_bytes": self.size}
+
+    def probe_path(self, path):
+        c = ctypes
+        entry = {"path": path, "ok": False, "size": self.size, "threads": self.threads, "chunk": self.chunk}
+        name = os.path.join(path, ".gds_facts_probe.%d.%s" % (os.getpid(), os.urandom(4).hex()))
+        fd = None
+        handle = None
+        try:
+            self.step("open O_DIRECT %s" % path)
+            try:
+                fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_DIRECT", 0o40000), 0o600)
+            except OSError as exc:
+                raise StepError({"step": "open", "kind": "os", "errno": exc.errno, "strerror": exc.strerror,
+                                 "file": name})
+            entry["file"] = name
+            self.step("cuFileHandleRegister %s" % path)
+            descr = _CUfileDescr()
+            descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD
+            descr.handle.fd = fd
+            fh = c.c_void_p()
+            self.cufile_call("cuFileHandleRegister", c.byref(fh), c.byref(descr))
+            handle = fh
+            self.cu("cuMemsetD32_v2", self.bufs[1], 0x5A5AA5A5, self.size // 4)
+            self.cu("cuCtxSynchronize")
+            stats = [self.read_stats()]
+            self.step("cuFileWrite %s" % path)
+            self.warm_up("cuFileWrite", fh, self.bufs[0])
+            wsec = self.transfer("cuFileWrite", fh, self.bufs[0])
+            stats.append(self.read_stats())
+            self.step("cuFileRead %s" % path)
+            self.warm_up("cuFileRead", fh, self.bufs[0])
+            rsec = self.transfer("cuFileRead", fh, self.bufs[1])
+            stats.append(self.read_stats())
+            self.step("verify %s" % path)
+            t0 = time.time()
+            check = self.verify()
+            entry["verify_s"] = round(time.time() - t0, 4)
+            entry.update({"write_s": round(wsec, 6), "read_s": round(rsec, 6),
+                          "write_gbps": round(self.size / wsec / 1e9, 3) if wsec > 0 else None,
+                          "read_gbps": round(self.size / rsec / 1e9, 3) if rsec > 0 else None,
+                          "verify": check, "nvfs_stats": stats, "ok": bool(check["ok"])})
+            if not check["ok"]:
+                entry["error"] = dict(check, step="verify", kind="verify")
+        except StepError as exc:
+            entry["error"] = exc.info
+        finally:
+            if handle is not None:
+                self.step("cuFileHandleDeregister %s" % path)
+                self.cufile.cuFileHandleDeregister(handle)
+            if fd is not None:
+                os.close(fd)
+                try:
+                    os.unlink(name)
+                    entry["removed"] = True
+                except OSError as exc:
+                    entry["removed"] = False
+                    entry["remove_error"] = str(exc)
+        return entry
+
+    def cleanup(self):
+        for ptr in self.registered:
+            self.cufile.cuFileBufDeregister(ctypes.c_void_p(ptr))
+        self.registered = []
+        if self.driver_open and self.driver_close is not None:
+            self.step("cuFileDriverClose")
+            self.driver_close()
+            self.driver_open = False
+        for ptr in self.bufs:
+            self.cuda.cuMemFree_v2(ptr)
+        self.bufs = []
+        if self.ctx.value and self.ctx_release is not None:
+            self.ctx_release(self.dev)
+
+    def run(self):
+        t0 = time.time()
+        try:
+            self.load()
+            self.init_cuda()
+            self.alloc_and_fill()
+            self.open_driver()
+            self.register_buffers()
+            for path in self.args.get("paths") or []:
+                self.result["paths"].append(self.probe_path(path))
+        except StepError as exc:
+            self.result["error"] = exc.info
+        finally:
+            try:
+                if self.cuda is not None:
+                    self.cleanup()
+            except Exception as exc:  # pylint: disable=broad-except
+                self.result["cleanup_error"] = repr(exc)
+        self.result["timing"]["total_s"] = round(time.time() - t0, 4)
+        return self.result
+
+
+def main(argv):
+    args = json.loads(argv[0]) if argv else {}
+    if args.get("timeout"):
+        signal.alarm(int(args["timeout"]))  # default action of SIGALRM: the process ends
+    libc = unbuffer_c_stdout()
+    out = {"protocol": PROTOCOL, "pid": os.getpid(), "python": sys.version.split()[0]}
+    try:
+        if args.get("nvml_lib"):
+            emit("step", "nvml")
+            out["nvml"] = nvml_inventory(args["nvml_lib"])
+        if args.get("probe") and args.get("cufile_lib"):
+            out["probe"] = Probe(args).run()
+    except Exception as exc:  # pylint: disable=broad-except
+        out["error"] = {"step": "python", "kind": "python", "message": "%s: %s" % (type(exc).__name__, exc)}
+    if libc is not None:
+        libc.fflush(None)
+    emit("result", json.dumps(out, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,379 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gds_facts verdict: which data path a host really uses, and why. PRIVATE to the collection.
+
+Pure functions over the collected facts and the probe result (no host access), so every
+outcome (gds, p2pdma, compat, unavailable, failed) is unit-tested. Error numbers are always
+turned into names (cufile.h CUfileOpError, CUDA driver CUresult, errno): a verdict never says
+just "5027".
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import os
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.targets import classify
+
+MODES = ("gds", "p2pdma", "compat", "unavailable", "failed")
+RANK = {"gds": 3, "p2pdma": 2, "compat": 1, "failed": 0, "unavailable": 0}
+REQUIRABLE = ("gds", "p2pdma", "compat")
+
+# CUfileOpError (cufile.h, GDS 1.15): the codes cuFile* calls return in CUfileError_t.err, and
+# (negated, or in errno after a -1) from cuFileRead/cuFileWrite.
+CUFILE_ERRORS = {
+    0: "CU_FILE_SUCCESS",
+    5001: "CU_FILE_DRIVER_NOT_INITIALIZED", 5002: "CU_FILE_DRIVER_INVALID_PROPS",
+    5003: "CU_FILE_DRIVER_UNSUPPORTED_LIMIT", 5004: "CU_FILE_DRIVER_VERSION_MISMATCH",
+    5005: "CU_FILE_DRIVER_VERSION_READ_ERROR", 5006: "CU_FILE_DRIVER_CLOSING",
+    5007: "CU_FILE_PLATFORM_NOT_SUPPORTED", 5008: "CU_FILE_IO_NOT_SUPPORTED",
+    5009: "CU_FILE_DEVICE_NOT_SUPPORTED", 5010: "CU_FILE_NVFS_DRIVER_ERROR",
+    5011: "CU_FILE_CUDA_DRIVER_ERROR", 5012: "CU_FILE_CUDA_POINTER_INVALID",
+    5013: "CU_FILE_CUDA_MEMORY_TYPE_INVALID", 5014: "CU_FILE_CUDA_POINTER_RANGE_ERROR",
+    5015: "CU_FILE_CUDA_CONTEXT_MISMATCH", 5016: "CU_FILE_INVALID_MAPPING_SIZE",
+    5017: "CU_FILE_INVALID_MAPPING_RANGE", 5018: "CU_FILE_INVALID_FILE_TYPE",
+    5019: "CU_FILE_INVALID_FILE_OPEN_FLAG", 5020: "CU_FILE_DIO_NOT_SET",
+    5022: "CU_FILE_INVALID_VALUE", 5023: "CU_FILE_MEMORY_ALREADY_REGISTERED",
+    5024: "CU_FILE_MEMORY_NOT_REGISTERED", 5025: "CU_FILE_PERMISSION_DENIED",
+    5026: "CU_FILE_DRIVER_ALREADY_OPEN", 5027: "CU_FILE_HANDLE_NOT_REGISTERED",
+    5028: "CU_FILE_HANDLE_ALREADY_REGISTERED", 5029: "CU_FILE_DEVICE_NOT_FOUND",
+    5030: "CU_FILE_INTERNAL_ERROR", 5031: "CU_FILE_GETNEWFD_FAILED",
+    5033: "CU_FILE_NVFS_SETUP_ERROR", 5034: "CU_FILE_IO_DISABLED",
+    5035: "CU_FILE_BATCH_SUBMIT_FAILED", 5036: "CU_FILE_GPU_MEMORY_PINNING_FAILED",
+    5037: "CU_FILE_BATCH_FULL", 5038: "CU_FILE_ASYNC_NOT_SUPPORTED", 5039: "CU_FILE_IO_MAX_ERROR",
+}
+
+# CUresult names for when the child could not ask cuGetErrorName (the common ones).
+CUDA_ERRORS = {
+    1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 3: "CUDA_ERROR_NOT_INITIALIZED",
+    4: "CUDA_ERROR_DEINITIALIZED", 34: "CUDA_ERROR_STUB_LIBRARY", 35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
+    46: "CUDA_ERROR_DEVICE_UNAVAILABLE", 100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
+    201: "CUDA_ERROR_INVALID_CONTEXT", 304: "CUDA_ERROR_OPERATING_SYSTEM", 999: "CUDA_ERROR_UNKNOWN",
+    802: "CUDA_ERROR_SYSTEM_NOT_READY", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+}
+NO_GPU_CUDA_ERRORS = (100, 101)
+HINTS = {
+    5001: "no nvidia_fs and compat mode not allowed: set properties.allow_compat_mode to true, or load nvidia_fs",
+    5027: "libcufile could not classify the file's block device (see the cufile.log lines)",
+    5030: "libcufile internal error (see the cufile.log lines)",
+    -22: "libcufile rejected its configuration (see the lines it printed)",
+}
+# CUfileFeatureFlags bit 4 (P2P_SUPPORTED, CUDA 12.8+): PCI P2PDMA available.
+FFLAG_P2P = 1 << 4
+
+
+def cufile_error_name(code):
+    """A name for a cuFile error code (positive, or negated as cuFileRead/Write return it)."""
+    if code is None:
+        return "unknown error"
+    if abs(code) in CUFILE_ERRORS and abs(code) >= 5000:
+        return "%s (%d)" % (CUFILE_ERRORS[abs(code)], abs(code))
+    if code < 0 and -code in _errno.errorcode:
+        return "%d %s (%s)" % (code, _errno.errorcode[-code], os.strerror(-code))
+    if code in CUFILE_ERRORS:
+        return "%s (%d)" % (CUFILE_ERRORS[code], code)
+    return "cuFile error %d (not in cufile.h 1.15)" % code
+
+
+def cuda_error_name(code, name=None):
+    return "%s (%d)" % (name or CUDA_ERRORS.get(code, "CUresult"), code)
+
+
+def describe_error(err, hint=True):
+    """One readable sentence for an error dict reported by the probe child; ``hint=False`` leaves
+    out the generic hint of the error code (the storage class already says why)."""
+    if not err:
+        return None
+    step = err.get("step") or "probe"
+    kind = err.get("kind")
+    if kind == "cufile":
+        text = "%s failed: %s" % (step, cufile_error_name(err.get("err")))
+        if err.get("cu_err"):
+            text += ", CUDA %s" % cuda_error_name(err["cu_err"])
+        hint = HINTS.get(err.get("err")) if hint else None
+        return text + (" - " + hint if hint else "")
+    if kind == "cuda":
+        return "%s failed: %s" % (step, cuda_error_name(err.get("code"), err.get("name")))
+    if kind == "io":
+        ret = err.get("ret")
+        where = "at offset %s (%s bytes)" % (err.get("offset"), err.get("size"))
+        if ret == -1 and err.get("errno"):
+            code = err["errno"]
+            why = cufile_error_name(code) if code >= 5000 else "%s (%s)" % (_errno.errorcode.get(code, code), os.strerror(code))
+        elif isinstance(ret, int) and ret < 0:
+            why = cufile_error_name(ret)
+        else:
+            why = "short transfer: %s bytes" % ret
+        return "%s failed %s: %s" % (step, where, why)
+    if kind == "os":
+        code = err.get("errno")
+        text = "open(O_CREAT|O_DIRECT) of %s failed: %s (%s)" % (
+            err.get("file"), _errno.errorcode.get(code, code), err.get("strerror"))
+        if code == _errno.EINVAL:
+            text += " - the file system refused O_DIRECT"
+        return text
+    if kind == "dlopen":
+        return "%s failed: %s" % (step, err.get("message"))
+    if kind == "verify":
+        return "data read back differs at offset %s: expected %s, got %s (%s bytes matched before)" % (
+            err.get("offset"), err.get("expected"), err.get("got"), err.get("verified_bytes"))
+    return "%s failed: %s" % (step, err.get("message") or err)
+
+
+def meets(mode, required):
+    """True when ``mode`` is at least ``required`` (gds > p2pdma > compat). The mode only: a
+    requirement is held with :func:`gate`, which also asks for the I/O."""
+    if not required:
+        return True
+    return RANK.get(mode, 0) >= RANK[required] and mode in REQUIRABLE
+
+
+NOTHING_WRITTEN = "nothing was written, read back and compared"
+
+
+def gate(facts, require_mode, require_proven=True):
+    """(ok, why): is the verdict in ``facts`` (the gds facts: mode, verified, proven, reason,
+    probe) good enough for ``require_mode``? THE gate of the collection (gds_facts, gds_plan,
+    the gds_verify role, the fleet report's ready count, the Kubernetes node probe).
+
+    A requirement is met only by a verified probe (bytes written, read back, compared equal);
+    ``gds`` also needs the path proven by the nvidia-fs Writes/Reads counters, unless
+    ``require_proven`` is false (weaker: trusts "nvidia_fs loaded, no compat fallback logged").
+    An inferred verdict (probe=false) never meets a requirement. ``why`` is None when met."""
+    if not require_mode:
+        return True, None
+    if require_mode not in REQUIRABLE:
+        raise ValueError("require_mode must be one of %s, not %r" % (", ".join(REQUIRABLE), require_mode))
+    mode = facts.get("mode")
+    reason = facts.get("reason") or "no reason given"
+    probe = facts.get("probe") if isinstance(facts.get("probe"), dict) else {}
+    inferred = probe.get("enabled") is False
+    if not meets(mode, require_mode):
+        why = "GDS verdict %s is weaker than the required %s: %s" % (mode, require_mode, reason)
+        if not facts.get("verified") and "nothing was written" not in why:
+            why += " (%s)" % ("inferred without a probe (probe=false): nothing was written" if inferred
+                              else NOTHING_WRITTEN)
+        return False, why
+    if inferred:
+        return False, ("GDS verdict %s was inferred without a probe (probe=false): nothing was written, so it "
+                       "cannot meet require_mode=%s; run the probe (probe=true)" % (mode, require_mode))
+    if not facts.get("verified"):
+        return False, "GDS verdict %s is not verified (%s): %s" % (mode, NOTHING_WRITTEN, reason)
+    if require_mode == "gds" and require_proven and not facts.get("proven"):
+        return False, ("GDS verdict gds is not proven: the nvidia-fs Writes/Reads counters did not show the probe's "
+                       "I/O (load nvidia_fs with rw_stats_enabled=1), or set require_proven=false to accept an "
+                       "unproven gds (weaker): %s" % reason)
+    return True, None
+
+
+# cufile.log words that explain a failed step; lines with them are quoted first.
+RELEVANT_WORDS = {
+    "cuFileHandleRegister": ("udev", "volume", "mount", "HandleRegister", "file object", "block device", "fs"),
+    "cuFileDriverOpen": ("config", "json", "compat", "driver", "nvidia-fs", "nvfs"),
+}
+
+
+def _log_text(entries, limit=6, step=None):
+    entries = list(entries or [])
+    words = RELEVANT_WORDS.get(step or "")
+    if words:
+        hit = [e for e in entries if any(w in e["message"] for w in words)]
+        entries = hit + [e for e in entries if e not in hit]
+    return ["%s %s" % (e["level"], e["message"]) for e in entries[:limit]]
+
+
+def _compat_logged(entries):
+    return [e for e in entries or [] if "compat" in e["message"].lower()]
+
+
+def storage_class(storage):
+    """The probe path's class (_gds_targets.classify), as Collector.storage stored it or computed now."""
+    if not storage:
+        return {}
+    return storage.get("class") or classify(storage)
+
+
+def _udev_reason(storage):
+    if not storage or storage.get("udev") is None:
+        return None
+    udev = storage["udev"]
+    if not udev.get("present"):
+        return "no udev data for %s (%s missing): libcufile cannot classify the device" % (
+            storage.get("block_device") or storage.get("dev"), udev.get("path"))
+    if not udev.get("id_fs_usage"):
+        return "udev data for %s has no ID_FS_USAGE" % storage.get("block_device")
+    return None
+
+
+def path_verdict(entry, storage, context):
+    """Verdict for one probed path. ``context``: nvfs_loaded, params, props, log (parsed
+    cufile.log entries)."""
+    log = context.get("log") or []
+    params = context.get("params") or {}
+    props = context.get("props") or {}
+    out = {"path": entry.get("path"), "write_gbps": entry.get("write_gbps"), "read_gbps": entry.get("read_gbps"),
+           "verified_bytes": (entry.get("verify") or {}).get("verified_bytes", 0), "proven": False}
+    err = entry.get("error")
+    cls = storage_class(storage)
+    not_gds = cls.get("reason")
+    if err:
+        cause = not_gds if cls.get("blocks_register") else None  # tmpfs, overlay, LVM, md: the real cause
+        reasons = [cause] if cause else []
+        reasons.append(describe_error(err, hint=not cause))
+        if err.get("step") == "cuFileHandleRegister" and not cause:
+            udev = _udev_reason(storage)
+            if udev:
+                reasons.append(udev)
+        if not_gds and not cause:
+            reasons.append(not_gds)
+        reasons += ["cufile.log: " + t for t in _log_text([e for e in log if e["level"] in ("ERROR", "WARN")],
+                                                          step=err.get("step"))]
+        out.update(mode="failed", reasons=reasons, error=dict(err, text=describe_error(err)))
+        return out
+    stats = entry.get("nvfs_stats") or [None, None, None]
+    parsed = [parse.parse_nvfs_stats(s) if s else None for s in stats]
+    wdelta = parse.nvfs_counter_delta(parsed[0], parsed[1])
+    rdelta = parse.nvfs_counter_delta(parsed[1], parsed[2]) if len(parsed) > 2 else None
+    out["nvfs_delta"] = {"write": wdelta, "read": rdelta}
+    compat_lines = _compat_logged(log)
+    nvfs = context.get("nvfs_loaded") or props.get("nvfs_major_version", 0) > 0
+    if wdelta is not None and wdelta.get("writes_ok", 0) > 0:
+        out.update(mode="gds", proven=True, reasons=[
+            "nvidia-fs Writes ok +%d, Reads ok +%d during the probe (rw_stats_enabled=1)" % (
+                wdelta.get("writes_ok", 0), (rdelta or {}).get("reads_ok", 0))])
+        return out
+    reasons = []
+    p2p = params.get("use_pci_p2pdma") and (props.get("fflags", 0) & FFLAG_P2P)
+    if params.get("force_compat_mode"):
+        reasons.append("properties.force_compat_mode (or CUFILE_FORCE_COMPAT_MODE) forces compat mode")
+    if nvfs and wdelta is not None:
+        reasons.append("nvidia-fs Writes ok counter did not move during the probe write (+0)")
+    if nvfs and wdelta is None and not compat_lines and not reasons:
+        out.update(mode="gds", reasons=[
+            "nvidia_fs is loaded and libcufile logged no compat-mode fallback; not proven: "
+            "nvidia-fs I/O counters are off (load nvidia_fs with rw_stats_enabled=1 to prove the path)"])
+        return out
+    if not nvfs and p2p and not compat_lines and not reasons:
+        out.update(mode="p2pdma", reasons=[
+            "nvidia_fs not loaded, properties.use_pci_p2pdma is on and libcufile reports P2PDMA support; "
+            "no counters exist to prove the P2PDMA path"])
+        return out
+    if not nvfs:
+        reasons.insert(0, "nvidia_fs kernel module not loaded" + (
+            "" if params.get("use_pci_p2pdma") else " (and properties.use_pci_p2pdma is off)"))
+    if not_gds:
+        reasons.append(not_gds)
+    reasons += ["cufile.log: " + t for t in _log_text(compat_lines, 3)]
+    out.update(mode="compat", proven=not nvfs or wdelta is not None, reasons=reasons or [
+        "libcufile used its POSIX compat path"])
+    return out
+
+
+def _result(mode, reasons, **extra):
+    out = {"mode": mode, "reasons": [r for r in reasons if r], "verified": False, "proven": False}
+    out["reason"] = "; ".join(out["reasons"])
+    out.update(extra)
+    return out
+
+
+def _crash_reasons(probe):
+    reasons = []
+    step = probe.get("last_step") or "start-up"
+    if probe.get("timed_out"):
+        reasons.append("probe timed out after %s s during %s" % (probe.get("timeout"), step))
+    elif probe.get("signal"):
+        reasons.append("probe child killed by %s during %s" % (probe["signal"], step))
+    elif probe.get("protocol_error"):
+        reasons.append("probe child (rc=%s) printed no result during %s: %s" % (
+            probe.get("rc"), step, probe["protocol_error"]))
+    return reasons
+
+
+def _evidence(probe, levels=("ERROR", "WARN", "NOTICE"), step=None):
+    out = ["libcufile printed: " + line for line in (probe.get("stdout_lines") or [])[:6]]
+    out += ["cufile.log: " + t for t in _log_text([e for e in probe.get("cufile_log") or [] if e["level"] in levels],
+                                                  step=step)]
+    if probe.get("stderr_tail"):
+        out.append("stderr: " + probe["stderr_tail"])
+    return out
+
+
+def _inferred(facts):
+    """Mode without a probe (probe=false): from loaded modules and the static cufile.json."""
+    nvfs = (facts.get("nvidia_fs") or {}).get("loaded")
+    cfg = (facts.get("cufile") or {}).get("effective") or {}
+    note = "inferred without a probe (probe=false): nothing was written or read"
+    if cfg.get("force_compat_mode"):
+        return _result("compat", ["properties.force_compat_mode is true", note])
+    if nvfs:
+        return _result("gds", ["nvidia_fs is loaded", note])
+    if cfg.get("use_pci_p2pdma"):
+        return _result("p2pdma", ["nvidia_fs not loaded, properties.use_pci_p2pdma is true", note])
+    return _result("compat", ["nvidia_fs kernel module not loaded", note])
+
+
+def driver_seen(facts):
+    """Any sign of the NVIDIA driver: the kernel module, NVML answering, a driver version, GPUs."""
+    nvidia = facts.get("nvidia") or {}
+    return bool(nvidia.get("driver_loaded") or nvidia.get("nvml_ok") or nvidia.get("driver_version")
+                or facts.get("gpus"))
+
+
+def _missing(facts):
+    """Every missing component the facts show missing (never one they show present), driver first."""
+    nvidia = facts.get("nvidia") or {}
+    lib = facts.get("libcufile") or {}
+    reasons = []
+    if not driver_seen(facts):
+        reasons.append("no NVIDIA driver: the nvidia kernel module is not loaded and /proc/driver/nvidia is missing")
+    elif facts.get("gpus") == [] and nvidia.get("nvml_ok"):
+        reasons.append("no NVIDIA GPU: NVML reports 0 devices")
+    if not lib.get("path"):
+        reasons.append("libcufile not found (searched %s)" % ", ".join(lib.get("searched") or []))
+    return reasons
+
+
+def verdict(facts):
+    """The host's mode from the gathered facts (see _flows.gds_facts.gather for their shape)."""
+    nvidia = facts.get("nvidia") or {}
+    probe = facts.get("probe") or {}
+    lib = facts.get("libcufile") or {}
+    err = probe.get("error") or {}
+    if err.get("kind") == "dlopen" and err.get("step") == "load libcuda":
+        return _result("unavailable", ["no NVIDIA driver user space: " + describe_error(err)])
+    if err.get("kind") == "cuda" and err.get("code") in NO_GPU_CUDA_ERRORS:
+        return _result("unavailable", ["no usable NVIDIA GPU: " + describe_error(err)])
+    missing = _missing(facts) if not probe.get("ran") or not lib.get("path") else []
+    if missing:
+        return _result("unavailable", missing)
+    if probe.get("enabled") and not probe.get("ran"):
+        return _result("unavailable", ["the probe did not run: " + (
+            "no result from the probe child" if nvidia.get("driver_loaded") else
+            "the nvidia kernel module is not loaded and libcuda.so.1 was not found in the library path")])
+    if err.get("kind") == "dlopen":
+        return _result("unavailable", ["libcufile cannot be loaded: " + describe_error(err)])
+    if not probe.get("enabled"):
+        return _inferred(facts)
+    crash = _crash_reasons(probe)
+    if crash:
+        return _result("failed", crash + _evidence(probe))
+    if err:
+        return _result("failed", [describe_error(err)] + _evidence(probe, ("ERROR", "WARN"), err.get("step")), error=err)
+    context = {"nvfs_loaded": (facts.get("nvidia_fs") or {}).get("loaded"), "log": probe.get("cufile_log"),
+               "params": (probe.get("cufile") or {}).get("params"), "props": (probe.get("cufile") or {}).get("props")}
+    storage = {s.get("path"): s for s in (facts.get("storage") or {}).get("probe_paths") or []}
+    paths = [path_verdict(e, storage.get(e.get("path")), context) for e in probe.get("paths") or []]
+    if not paths:
+        return _result("failed", ["the probe ran on no path"] + _evidence(probe))
+    worst = min(paths, key=lambda p: RANK.get(p["mode"], 0))
+    if len(paths) == 1:
+        reasons = worst["reasons"]
+    else:
+        reasons = ["%s: %s (%s)" % (p["path"], p["mode"], "; ".join(p["reasons"])) for p in paths]
+    out = _result(worst["mode"], reasons, paths=paths)
+    out["verified"] = all(p["verified_bytes"] and p["mode"] != "failed" for p in paths)
+    out["proven"] = all(p["proven"] for p in paths)
+    return out

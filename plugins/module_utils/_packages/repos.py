@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Package repositories the modules write (a signed deb822 apt source, a gpgcheck=1 dnf .repo)
+and the checks that keep option values out of an argv or a repository file. PRIVATE to the
+collection. Pure, standard library only."""
+
+from __future__ import annotations
+
+import re
+
+
+REPO_ARG_SPEC = dict(
+    type="dict",
+    options=dict(
+        name=dict(type="str"),
+        url=dict(type="str"),
+        path=dict(type="path"),
+        suite=dict(type="str", default="./"),
+        components=dict(type="list", elements="str", default=[]),
+        signed_by=dict(type="path", required=True),
+    ),
+    mutually_exclusive=[("url", "path")],
+    required_one_of=[("url", "path")],
+)
+
+
+_PKG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._-]*\Z")
+_PKG_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+~:_-]*\Z")
+_REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_NO_SPACE = re.compile(r"\S+\Z")
+_REPO_FIELD = re.compile(r"[A-Za-z0-9._/~+-]+\Z")
+
+
+def input_problems(params, package_options=("packages", "extra_packages")):
+    """Option values that must never reach an argv or a repository file: a package spec that
+    apt/dnf would read as an option (``-o=...``), whitespace or newlines that would add fields to
+    the deb822/.repo file (``Trusted: yes``), a repository name that leaves sources.list.d.
+    Returns messages, each naming its option (empty: fine)."""
+    out = []
+    if (params.get("lock_timeout") or 0) < 0:
+        out.append("lock_timeout must be 0 or more seconds, got %s" % params["lock_timeout"])
+    if params.get("version") is not None and not _PKG_VERSION.match(params["version"]):
+        out.append("version %r is not a package version (prefix)" % params["version"])
+    for opt in package_options:
+        for spec in params.get(opt) or []:
+            name, sep, ver = spec.partition("=")
+            if not _PKG_NAME.match(name) or (sep and not _PKG_VERSION.match(ver)):
+                out.append("%s: %r is not a package name (or name=version)" % (opt, spec))
+    repo = params.get("repo") or {}
+    if repo.get("name") is not None and not _REPO_NAME.match(repo["name"]):
+        out.append("repo.name %r must be a plain file name (letters, digits, '.', '_', '-')" % repo["name"])
+    if repo.get("url") is not None and not re.match(r"(https?://|file:)\S+\Z", repo["url"]):
+        out.append("repo.url %r must be one http://, https:// or file: URL without spaces" % repo["url"])
+    for key in ("path", "signed_by"):
+        if repo.get(key) is not None and not (repo[key].startswith("/") and _NO_SPACE.match(repo[key])):
+            out.append("repo.%s %r must be an absolute path without spaces" % (key, repo[key]))
+    for key, value in [("suite", repo.get("suite"))] + [("components", c) for c in repo.get("components") or []]:
+        if value is not None and not _REPO_FIELD.match(value):
+            out.append("repo.%s %r may only hold letters, digits and . _ / ~ + -" % (key, value))
+    return out
+
+
+def render_apt_source(repo, default_name):
+    """(file name, deb822 text) of a signed apt source. A flat repository (``suite`` ending in
+    ``/``) has no Components."""
+    uri = repo.get("url") or "file:" + repo["path"]
+    suite = repo.get("suite") or "./"
+    lines = ["# Managed by gpudirect.storage (%s)" % (repo.get("name") or default_name),
+             "Types: deb", "URIs: %s" % uri, "Suites: %s" % suite]
+    if not suite.endswith("/"):
+        lines.append("Components: %s" % " ".join(repo.get("components") or ["main"]))
+    lines.append("Signed-By: %s" % repo["signed_by"])
+    return (repo.get("name") or default_name) + ".sources", "\n".join(lines) + "\n"
+
+
+def render_dnf_repo(repo, default_name):
+    """(file name, .repo text) with gpgcheck=1 and the given key."""
+    name = repo.get("name") or default_name
+    url = repo.get("url") or "file://" + repo["path"]
+    text = ("# Managed by gpudirect.storage\n[%s]\nname=%s\nbaseurl=%s\nenabled=1\ngpgcheck=1\n"
+            "gpgkey=file://%s\n" % (name, name, url, repo["signed_by"]))
+    return name + ".repo", text

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Package version comparison (Debian's verrevcmp, close enough to rpmvercmp for the versions the
+collection handles) and version selection. PRIVATE to the collection. Pure, standard library only:
+the nvidia-fs and OFED rules import this without the apt/dnf machinery."""
+
+from __future__ import annotations
+
+
+def _order(c):
+    if c == "~":
+        return -1
+    if c.isalpha():
+        return ord(c)
+    return ord(c) + 256
+
+
+def _cmp_part(a, b):
+    """Debian's verrevcmp (also close enough to rpmvercmp for the versions we handle)."""
+    ia = ib = 0
+    while ia < len(a) or ib < len(b):
+        first_diff = 0
+        while (ia < len(a) and not a[ia].isdigit()) or (ib < len(b) and not b[ib].isdigit()):
+            ac = _order(a[ia]) if ia < len(a) and not a[ia].isdigit() else 0
+            bc = _order(b[ib]) if ib < len(b) and not b[ib].isdigit() else 0
+            if ac != bc:
+                return -1 if ac < bc else 1
+            ia += 1
+            ib += 1
+        while ia < len(a) and a[ia] == "0":
+            ia += 1
+        while ib < len(b) and b[ib] == "0":
+            ib += 1
+        while ia < len(a) and a[ia].isdigit() and ib < len(b) and b[ib].isdigit():
+            if not first_diff:
+                first_diff = ord(a[ia]) - ord(b[ib])
+            ia += 1
+            ib += 1
+        if ia < len(a) and a[ia].isdigit():
+            return 1
+        if ib < len(b) and b[ib].isdigit():
+            return -1
+        if first_diff:
+            return -1 if first_diff < 0 else 1
+    return 0
+
+
+def compare_versions(a, b):
+    """-1/0/1 comparing two package versions ``[epoch:]upstream[-revision]``."""
+    def split(v):
+        epoch, _sep, rest = v.partition(":") if ":" in v else ("0", "", v)
+        up, _sep, rev = rest.rpartition("-") if "-" in rest else (rest, "", "")
+        return int(epoch) if epoch.isdigit() else 0, up, rev
+    ea, ua, ra = split(a)
+    eb, ub, rb = split(b)
+    if ea != eb:
+        return -1 if ea < eb else 1
+    return _cmp_part(ua, ub) or _cmp_part(ra, rb)
+
+
+def version_matches(version, wanted):
+    """True if ``version`` is ``wanted`` or starts with it at a separator boundary:
+    ``2.26.6`` matches ``2.26.6-1``; ``24.10`` matches ``24.10-4.1.4.0``; ``2.2`` does NOT
+    match ``2.26.6``. A leading ``epoch:`` in ``version`` is ignored unless ``wanted`` has one."""
+    if not version or not wanted:
+        return False
+    if ":" in version and ":" not in wanted:
+        version = version.split(":", 1)[1]
+    if version == wanted:
+        return True
+    return version.startswith(wanted) and version[len(wanted)] in ".-~+_"
+
+
+def select_version(available, wanted):
+    """Highest version in ``available`` that matches ``wanted`` (None: the highest of all)."""
+    cands = [v for v in available if wanted is None or version_matches(v, wanted)]
+    best = None
+    for v in cands:
+        if best is None or compare_versions(v, best) > 0:
+            best = v
+    return best

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The cufile.json schema data file: loading, navigation, known paths and key suggestions.
+PRIVATE to the collection. Controller side (standard library only, but it needs the
+collection's ``schemas/`` directory, which is not shipped to targets).
+
+The schema (``schemas/cufile-<version>.schema.json``, JSON Schema draft 2020-12) is the one
+source of truth: the validator, the linter and the facts read it; its vendor keywords
+(``x-effect``, ``x-since``, ``x-cufile-aliases``, ``x-cufile-rules``, ...) are explained in its
+``$comment``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import format_path
+
+DEFAULT_VERSION = "1.15"
+SCHEMA_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "schemas"))
+_CACHE = {}
+
+
+def version_tuple(version):
+    """"1.15" -> (1, 15); "1.15.1" -> (1, 15, 1)."""
+    try:
+        return tuple(int(part) for part in str(version).split("."))
+    except ValueError:
+        raise ValueError("invalid libcufile version %r (expected e.g. 1.15)" % (version,))
+
+
+def available_versions(schema_dir=None):
+    names = os.listdir(schema_dir or SCHEMA_DIR) if os.path.isdir(schema_dir or SCHEMA_DIR) else []
+    found = [n[len("cufile-"):-len(".schema.json")] for n in names if n.startswith("cufile-") and n.endswith(".schema.json")]
+    return sorted(found, key=version_tuple)
+
+
+def schema_path(version=DEFAULT_VERSION, schema_dir=None):
+    """Path of the schema for ``version`` ("1.15" or "1.15.1": the major.minor file is used)."""
+    parts = version_tuple(version)
+    short = "%d.%d" % parts[:2] if len(parts) >= 2 else str(version)
+    path = os.path.join(schema_dir or SCHEMA_DIR, "cufile-%s.schema.json" % short)
+    if not os.path.isfile(path):
+        raise ValueError("no cufile.json schema for libcufile %s (available: %s)"
+                         % (version, ", ".join(available_versions(schema_dir)) or "none"))
+    return path
+
+
+class CufileSchema(object):
+    """One loaded schema plus the indexes built from it."""
+
+    def __init__(self, raw, version):
+        self.raw = raw
+        self.version = version
+        self.aliases = raw.get("x-cufile-aliases", {})
+        self.rules = raw.get("x-cufile-rules", [])
+        self.known = {}  # dotted path -> schema node, every named key (x-since ones included)
+        self._index(raw, ())
+
+    # -- navigation ----------------------------------------------------------------------------
+    def resolve(self, node):
+        """Follow a local ``$ref`` (``#/$defs/...``)."""
+        seen = 0
+        while isinstance(node, dict) and "$ref" in node and seen < 16:
+            ref = node["$ref"]
+            if not ref.startswith("#/"):
+                raise ValueError("only local $ref supported: %s" % ref)
+            target = self.raw
+            for part in ref[2:].split("/"):
+                target = target[part]
+            node, seen = target, seen + 1
+        return node
+
+    def child(self, node, key):
+        """Schema node for member ``key`` (str) or item ``key`` (int) of ``node``; None if unknown."""
+        node = self.resolve(node)
+        if not isinstance(node, dict):
+            return None
+        if isinstance(key, int):
+            items = node.get("items")
+            return self.resolve(items) if isinstance(items, dict) else None
+        props = node.get("properties", {})
+        if key in props:
+            return self.resolve(props[key])
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            return self.resolve(extra)
+        return None
+
+    def node_at(self, path):
+        node = self.raw
+        for key in path:
+            node = self.child(node, key)
+            if node is None:
+                return None
+        return node
+
+    def _index(self, node, path):
+        node = self.resolve(node)
+        for key, sub in node.get("properties", {}).items():
+            child = path + (key,)
+            self.known[".".join(child)] = self.resolve(sub)
+            self._index(sub, child)
+
+    # -- metadata --------------------------------------------------------------------------------
+    def is_newer(self, node, target_version=None):
+        """The x-since of ``node`` when the target libcufile does not read it yet, else None."""
+        since = node.get("x-since") if isinstance(node, dict) else None
+        if since and version_tuple(since) > version_tuple(target_version or self.version)[:2]:
+            return since
+        return None
+
+    def readable_paths(self, target_version=None):
+        """Dotted paths the target release reads (leaves and sections)."""
+        out = []
+        for path, node in self.known.items():
+            parts = path.split(".")
+            if any(self.is_newer(self.known[".".join(parts[:i])], target_version) for i in range(1, len(parts) + 1)):
+                continue
+            out.append(path)
+        return sorted(out)
+
+    def default_at(self, dotted):
+        node = self.known.get(dotted)
+        return node.get("default") if isinstance(node, dict) else None
+
+    def must_exist_specs(self):
+        """Where host paths must exist: list of (dotted pattern, what, kind); what is
+        "value" (the string), "items" (each array element) or "keys" (each object key)."""
+        specs = []
+        for dotted, node in sorted(self.known.items()):
+            if node.get("x-must-exist"):
+                specs.append((dotted, "value", node["x-must-exist"]))
+            items = self.resolve(node.get("items")) if isinstance(node.get("items"), dict) else None
+            if items and items.get("x-must-exist"):
+                specs.append((dotted, "items", items["x-must-exist"]))
+            if node.get("x-keys-must-exist"):
+                specs.append((dotted, "keys", node["x-keys-must-exist"]))
+        return specs
+
+    # -- suggestions -----------------------------------------------------------------------------
+    def suggest(self, path, target_version=None):
+        """(suggested dotted key or None, note or None) for an unknown key at ``path`` (tuple)."""
+        key = path[-1]
+        dotted = format_path(path)
+        for probe in (dotted, key):
+            if probe in self.aliases:
+                alias = self.aliases[probe]
+                if isinstance(alias, dict):
+                    return alias.get("to"), alias.get("note")
+                return alias, None
+        if isinstance(key, str) and key.upper().startswith("CUFILE_"):
+            return None, "environment variable names are not cufile.json keys"
+        readable = self.readable_paths(target_version)
+        parent = self.node_at(path[:-1])
+        siblings = sorted(parent.get("properties", {})) if isinstance(parent, dict) else []
+        prefix = format_path(path[:-1])
+        prefix = "" if prefix == "$" else prefix + "."
+        lowered = [s for s in siblings if s.lower() == str(key).lower()]
+        if lowered:
+            return prefix + lowered[0], "keys are case-sensitive"
+        same_leaf = [p for p in readable if p.split(".")[-1] == key]
+        if same_leaf:
+            note = "it belongs in another section"
+            if len(same_leaf) > 1:
+                note += " (also: %s)" % ", ".join(same_leaf[1:4])
+            return same_leaf[0], note
+        close = difflib.get_close_matches(str(key), siblings, n=1, cutoff=0.75)
+        if close:
+            return prefix + close[0], None
+        leaves = {}
+        for p in readable:
+            leaves.setdefault(p.split(".")[-1], p)
+        close = difflib.get_close_matches(str(key), sorted(leaves), n=1, cutoff=0.8)
+        if close:
+            return leaves[close[0]], None
+        close = difflib.get_close_matches(dotted, readable, n=1, cutoff=0.8)
+        if close:
+            return close[0], None
+        return None, None
+
+
+def load_schema(version=DEFAULT_VERSION, schema_dir=None):
+    """The :class:`CufileSchema` for ``version`` (cached)."""
+    path = schema_path(version, schema_dir)
+    if path not in _CACHE:
+        with open(path, "r") as f:
+            raw = json.load(f)
+        _CACHE[path] = CufileSchema(raw, raw.get("x-cufile-version", version))
+    return _CACHE[path]

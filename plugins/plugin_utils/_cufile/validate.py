@@ -1,0 +1,392 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Validate cufile.json against the collection's schema, the way libcufile 1.15 will read it.
+PRIVATE to the collection. CONTROLLER side: imported by the action plugins and bin/cufile-lint.
+It needs ``jsonschema`` (imported lazily, so importing this file never fails) and the
+``schemas/`` directory of the collection.
+
+Public API (kept stable for the gds_facts action plugin):
+
+* ``lint_text(text, source="<string>", version="1.15", check_paths=None, host=None)``
+* ``lint_document(doc, source=None, version="1.15", ...)``
+* ``lint_merged(etc, env, ...)``: CUFILE_ENV_PATH_JSON overlays /etc/cufile.json; each file
+  and the merged result are validated.
+* ``LintResult`` (``.findings``, ``.errors``, ``.warnings``, ``.ok``, ``.document``) and
+  ``Finding`` (``.path``, ``.value``, ``.severity``, ``.effect``, ``.message``, ``.suggestion``,
+  ``.line``, ``.column``, ``.as_dict()``).
+
+``check_paths``: host paths that libcufile requires to exist (logging.dir, denylist.devices,
+denylist.mounts, mount_table keys) are only checked when asked: ``True`` checks them on this
+machine, a callable ``f(path, kind) -> bool`` (kind "dir" or "exists") or a dict
+``{path: {"exists": bool, "is_dir": bool}}`` (as the module's plan phase returns it) answer for
+a remote host. ``host``: known host facts, e.g. ``{"nvidia_fs": False}``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
+    CufileSyntaxError, deep_merge, format_path, parse)
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import (
+    DEFAULT_VERSION, load_schema)
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
+    Finding, LintResult, effect_text, is_int as _is_int, json_type, path_checker as _path_checker, printable as _printable,
+    show, sort_findings)
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.rules import evaluate_rules
+
+__all__ = ["Finding", "LintResult", "lint_text", "lint_document", "lint_merged", "jsonschema_available"]
+
+_DROP = object()
+
+
+def jsonschema_available():
+    try:
+        import jsonschema  # noqa: F401  pylint: disable=unused-import
+        return True
+    except ImportError:
+        return False
+
+
+def _validator_class():
+    try:
+        from jsonschema import Draft202012Validator
+    except ImportError:
+        raise RuntimeError("cufile.json validation needs the Python library jsonschema (>= 4) on the controller: "
+                           "pip install jsonschema")
+    return Draft202012Validator
+
+
+def warm():
+    """Import jsonschema and load the default schema now. The action plugins call this when they
+    are imported: Ansible's strategy imports action plugins in its main process before it forks a
+    worker per host, so the workers inherit the work instead of repeating it for every host."""
+    try:
+        lint_text("{}", source="<warm-up>")
+    except Exception:  # pylint: disable=broad-except
+        pass  # the real call reports the problem, with its context
+
+
+class _Linter(object):
+    """One pass over one document."""
+
+    def __init__(self, version, source, positions=None, check_paths=None, host=None):
+        self.schema = load_schema(version)
+        self.version = self.schema.version
+        self.source = source
+        self.positions = positions
+        self.check = _path_checker(check_paths)
+        self.host = host or {}
+        self.findings = []
+        self.handled = set()     # paths with a finding that supersedes jsonschema's
+        self.originals = {}      # path -> value before integer coercion
+        self.error_paths = set()
+
+    # -- findings ----------------------------------------------------------------------------
+    def add(self, path, value, code, effect, problem, fix=None, note=None, severity=None, suggestion=None, raw=False,
+            where=None):
+        if severity is None:
+            severity = "warning" if effect == "accepted" else "error"
+        dotted = format_path(path)
+        if raw:
+            message = "%s: %s" % (dotted, problem)
+        else:
+            message = "%s: %s; %s" % (dotted, problem, effect_text(effect, self.version))
+            if note:
+                message += " (%s)" % note
+        if fix:
+            message += "; " + fix
+        line = column = None
+        if where is not None:
+            line, column = where
+        elif self.positions is not None:
+            line, column = self.positions.position(path)
+        if not message.endswith(("?", ".")):
+            message += "."
+        message, dotted = _printable(message), _printable(dotted)
+        self.findings.append(Finding(dotted, value, severity, effect, message, suggestion, line, column, code, self.source))
+        if severity == "error":
+            self.error_paths.add(tuple(path))
+
+    # -- pass 1: what jsonschema cannot see (null, newer keys, unknown keys, lenient ints, paths)
+    def walk(self, value, node, path, in_array=False):
+        schema = self.schema
+        if value is None and not in_array:
+            return _DROP  # null means "not set" to libcufile
+        since = schema.is_newer(node, self.version)
+        if since:
+            note = node.get("x-since-note")
+            self.add(path, value, "newer-release", "ignored",
+                     "key of a newer libcufile release (read from %s on)" % since, severity="warning",
+                     note=note, fix="remove it or target libcufile >= %s" % since)
+            return _DROP
+        if node.get("x-int-lenient") and isinstance(value, (bool, float)):
+            value = self.coerce(value, path)
+        low, high = self.schema.raw.get("x-json-integer-range", (None, None))
+        if node.get("type") == "integer" and _is_int(value) and low is not None and not low <= value <= high:
+            self.add(path, value, "type", "load_fails", "%s is outside the integers jsoncpp can hold" % value,
+                     note="it reads it as a floating-point number: 'json type mismatch'", fix=self.range_fix(node))
+            self.handled.add(tuple(path))
+            return value
+        limit = node.get("x-abort-above")
+        if limit is not None and _is_int(value) and value > limit and tuple(path) not in self.originals:
+            self.add(path, value, "abort-uint", "aborts", "%s is above %d (2^32-1)" % (value, limit),
+                     note="jsoncpp 'LargestUInt out of UInt range'", fix=self.range_fix(node))
+            self.handled.add(tuple(path))
+        if node.get("x-strict-integer") and isinstance(value, float):
+            self.add(path, value, "type", "load_fails", "%s is a number with a fraction part, array elements must be integers" % show(value),
+                     fix="write %d" % int(value) if math.isfinite(value) else None)
+            self.handled.add(tuple(path))
+        if isinstance(value, dict) and node.get("type") == "object":
+            return self.walk_object(value, node, path)
+        if isinstance(value, list) and isinstance(node.get("items"), dict):
+            items = schema.resolve(node["items"])
+            return [self.walk(v, items, path + (i,), in_array=True) for i, v in enumerate(value)]
+        if isinstance(value, str) and value and node.get("x-must-exist"):
+            self.check_host_path(path, value, node["x-must-exist"])
+        return value
+
+    def walk_object(self, value, node, path):
+        schema = self.schema
+        out = {}
+        for key, member in value.items():
+            child = schema.child(node, key)
+            if child is None:
+                self.unknown_key(path + (key,), member, node)
+                continue
+            result = self.walk(member, child, path + (key,))
+            if result is not _DROP:
+                out[key] = result
+        if node.get("x-keys-must-exist"):
+            member = node.get("x-keys-must-exist-certain-when")
+            for key, entry in value.items():
+                sometimes = bool(member) and not (isinstance(entry, dict) and entry.get(member))
+                self.check_host_path(path + (key,), key, node["x-keys-must-exist"], is_key=True, sometimes=sometimes)
+        return out
+
+    def unknown_key(self, path, value, parent):
+        suggestion, note = self.schema.suggest(path, self.version)
+        effect = parent.get("x-effects", {}).get("additionalProperties", "ignored")
+        where = format_path(path[:-1])
+        problem = "unknown key%s (value %s)" % (" at the top level" if where == "$" else " in " + where, show(value, 40))
+        fix = ("did you mean %s?" % suggestion) if suggestion else "remove it"
+        self.add(path, value, "unknown-key", effect, problem, fix=fix, note=note, suggestion=suggestion,
+                 severity="error")
+
+    def coerce(self, value, path):
+        self.originals[tuple(path)] = value
+        if isinstance(value, bool):
+            as_int = int(value)
+            problem, fix = "%s is a boolean, expected an integer" % show(value), "write %d" % as_int
+        elif not math.isfinite(value):
+            return value
+        else:
+            as_int = int(value)
+            if float(as_int) == value:
+                problem = "%s is written as a decimal number, expected an integer" % show(value)
+            else:
+                problem = "%s has a fraction part, expected an integer" % show(value)
+            fix = "write %d" % as_int
+        self.add(path, value, "lenient-int", "accepted", problem, note="it reads it as %d" % as_int, fix=fix)
+        return as_int
+
+    def check_host_path(self, path, host_path, kind, is_key=False, sometimes=False):
+        if self.check is None:
+            return
+        if self.check(host_path, kind):
+            return
+        what = "an existing directory" if kind == "dir" else "an existing path"
+        note = None
+        if sometimes:
+            note = ("measured: for an entry without addresses it does so only in some combinations with the other "
+                    "entries; such an entry has no effect anyway")
+        self.add(path, host_path, "path-missing", "load_fails",
+                 "%s %s is not %s on the host" % ("mount point" if is_key else "path", show(host_path), what),
+                 note=note, fix="create it first or remove the entry")
+
+    # -- pass 2: jsonschema -----------------------------------------------------------------------
+    def run_jsonschema(self, doc):
+        validator = getattr(self.schema, "_validator", None)
+        if validator is None:
+            cls = _validator_class()
+            validator = self.schema._validator = cls(self.schema.raw, format_checker=cls.FORMAT_CHECKER)
+        for error in validator.iter_errors(doc):
+            path = tuple(error.absolute_path)
+            if path in self.handled:
+                continue
+            self.schema_error(error, path)
+
+    def schema_error(self, error, path):
+        node = error.schema if isinstance(error.schema, dict) else {}
+        kw = error.validator
+        effect = node.get("x-effects", {}).get(kw) or node.get("x-effect") or "load_fails"
+        note = node.get("x-notes", {}).get(kw)
+        value = self.originals.get(path, error.instance)
+        shown = show(value)
+        fix = None
+        code = {"type": "type", "minimum": "range", "maximum": "range", "multipleOf": "alignment", "enum": "enum",
+                "pattern": "pattern", "format": "format", "minLength": "length"}.get(kw, kw)
+        if kw == "type":
+            problem, fix = self.type_problem(node, value, path)
+        elif kw in ("minimum", "maximum"):
+            word = "below the minimum" if kw == "minimum" else "above the maximum"
+            problem = "%s is %s %s%s" % (shown, word, error.validator_value, self.unit(path))
+            fix = self.range_fix(node, value, path)
+        elif kw == "multipleOf":
+            step = error.validator_value
+            problem = "%s is not a multiple of %s%s" % (shown, step, self.unit(path))
+            lower, upper = (value // step) * step, (value // step + 1) * step
+            low_ok = lower >= node.get("minimum", lower)
+            fix = "use %s%s" % ("%d or " % lower if low_ok and lower > 0 else "", upper)
+        elif kw == "enum":
+            allowed = error.validator_value
+            problem = "%s is not one of %s" % (shown, ", ".join(str(v) for v in allowed))
+            if isinstance(value, str):
+                match = [v for v in allowed if str(v).lower() == value.lower()]
+                if match:
+                    problem += " (values are case-sensitive)"
+                    fix = "write %s" % show(match[0])
+            fix = fix or "use one of %s" % ", ".join(str(v) for v in allowed)
+        elif kw == "pattern":
+            problem = "%s is not %s" % (shown, node.get("x-pattern-description", "matching " + str(error.validator_value)))
+        elif kw == "format":
+            problem = "%s is not an %s address" % (shown, "IPv4" if error.validator_value == "ipv4" else error.validator_value)
+            fix = "list client IPv4 addresses"
+        elif kw == "minLength":
+            problem = "empty string"
+        else:
+            problem = error.message
+        self.add(path, value, code, effect, problem, fix=fix, note=note)
+
+    def type_problem(self, node, value, path):
+        expected = node.get("type")
+        found = json_type(value)
+        shown = show(value)
+        if expected == "object":
+            example = node.get("x-example")
+            what = "the root" if not path else "this section" if "properties" in node else "this key"
+            problem = "%s is %s %s, but %s must be an object" % (shown, "an" if found[0] in "aeio" else "a", found, what)
+            return problem, "write an object%s" % (", e.g. " + show(example) if example else " ({...})")
+        problem = "%s is %s %s, expected %s" % (shown, "an" if found[0] in "aeio" else "a", found,
+                                                {"integer": "an integer", "array": "an array", "boolean": "a boolean (true/false)",
+                                                 "string": "a string"}.get(expected, expected))
+        fix = None
+        if expected == "boolean" and isinstance(value, (str, int)) and str(value).lower() in ("true", "false", "1", "0", "yes", "no"):
+            fix = "write %s without quotes" % ("true" if str(value).lower() in ("true", "1", "yes") else "false")
+        elif expected == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            fix = "write %s without quotes" % value.strip()
+        elif expected == "array" and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            fix = "write [%s]" % shown
+        elif expected == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            fix = 'write it in double quotes: "%s"' % value
+        return problem, fix
+
+    @staticmethod
+    def unit(path):
+        key = path[-2] if path and isinstance(path[-1], int) and len(path) > 1 else (path[-1] if path else "")
+        return " KB" if isinstance(key, str) and key.endswith("_kb") else ""
+
+    def range_fix(self, node, value=None, path=()):
+        low, high = node.get("minimum"), node.get("maximum")
+        text = None
+        if low is not None and high is not None:
+            text = "use a value in %s..%s" % (low, high)
+        elif low is not None:
+            text = "use a value >= %s" % low
+        if (isinstance(value, int) and high is not None and value > high and value % 1024 == 0
+                and self.unit(path) and (low or 0) <= value // 1024 <= high):
+            text = "the key is in KB, not bytes: %d bytes = %d KB" % (value, value // 1024)
+        return text
+
+
+def _text_findings(linter, parsed):
+    """Findings about the text itself: duplicates, content after the document, encoding."""
+    for dup in parsed.duplicates:
+        linter.add(dup["path"], None, "duplicate-key", "accepted",
+                   "duplicate key (first at line %s); libcufile %s uses the last one and ignores the earlier ones"
+                   % (dup["first_line"], linter.version), fix="keep one", severity="warning", raw=True)
+    if parsed.trailing:
+        linter.add((), None, "trailing-content", "ignored",
+                   "content after the end of the JSON document (line %d column %d)" % parsed.trailing,
+                   note="jsoncpp stops reading after the root value", fix="remove it or move it into the document",
+                   severity="error", where=parsed.trailing)
+    if parsed.invalid_utf8:
+        line, column, byte = parsed.invalid_utf8
+        linter.add((), None, "encoding", "accepted", "byte 0x%02x at line %d column %d is not UTF-8" % (byte, line, column),
+                   note="it does not check the encoding", fix="save the file as UTF-8", severity="warning",
+                   where=(line, column))
+
+
+def _lint(doc, source, version, positions=None, check_paths=None, host=None, rules=True):
+    linter = _Linter(version, source, positions, check_paths, host)
+    root = linter.schema.raw
+    if positions is not None:
+        _text_findings(linter, positions)
+    unset_roots = root.get("x-unset-roots", [])
+    if not isinstance(doc, dict) and doc in unset_roots:
+        linter.add((), doc, "root-unset", "accepted", "the root is %s" % show(doc),
+                   note="it treats it as 'not set' and uses its built-in defaults", fix="write an object ({...})",
+                   severity="warning")
+        return LintResult(sort_findings(linter.findings), doc, source)
+    cleaned = linter.walk(doc, root, ())
+    if cleaned is _DROP:
+        cleaned = {}
+    linter.run_jsonschema(cleaned)
+    if rules and isinstance(cleaned, dict):
+        evaluate_rules(linter, cleaned)
+    return LintResult(sort_findings(linter.findings), doc, source)
+
+
+def lint_document(doc, source=None, version=DEFAULT_VERSION, check_paths=None, host=None, rules=True):
+    """Validate a parsed document (e.g. the module's merged settings). No line numbers."""
+    return _lint(doc, source, version, None, check_paths, host, rules)
+
+
+def lint_text(text, source="<string>", version=DEFAULT_VERSION, check_paths=None, host=None, rules=True):
+    """Parse ``text`` (str or bytes) as libcufile does and validate it. Never raises for bad input:
+    a syntax error is a finding (path ``$``, line and column set) and ``document`` is None."""
+    try:
+        parsed = parse(text)
+    except CufileSyntaxError as exc:
+        message = ("$: JSON syntax error at line %d column %d: %s; libcufile %s prints 'parsing error, invalid json config' "
+                   "and refuses to load the config (cuFileDriverOpen returns -22)."
+                   % (exc.line, exc.column, exc.message, load_schema(version).version))
+        finding = Finding("$", None, "error", "load_fails", message, None, exc.line, exc.column, "syntax", source)
+        return LintResult([finding], None, source)
+    return _lint(parsed.document, source, version, parsed, check_paths, host, rules)
+
+
+def _as_result(text_or_doc, source, version, check_paths, host, rules):
+    if isinstance(text_or_doc, (str, bytes)):
+        return lint_text(text_or_doc, source, version, check_paths, host, rules)
+    return lint_document(text_or_doc, source, version, check_paths, host, rules)
+
+
+def lint_merged(etc_text_or_doc, env_text_or_doc, etc_source="/etc/cufile.json", env_source="CUFILE_ENV_PATH_JSON",
+                version=DEFAULT_VERSION, check_paths=None, host=None):
+    """Validate what libcufile sees when CUFILE_ENV_PATH_JSON is set: /etc/cufile.json, the env
+    file, and the env file overlaid on /etc/cufile.json (keys the env file lacks keep their /etc
+    values; a null in it counts as not set). Either argument may be None: a missing /etc file means
+    built-in defaults, a missing env file is silently ignored by libcufile. A broken file of either
+    kind is fatal on its own. Findings carry ``source``: etc_source, env_source or "merged"."""
+    findings = []
+    docs = []
+    for value, source, rules in ((etc_text_or_doc, etc_source, True), (env_text_or_doc, env_source, False)):
+        if value is None:
+            docs.append(None)
+            continue
+        result = _as_result(value, source, version, check_paths, host, rules)
+        findings.extend(result.findings)
+        docs.append(result.document if result.document is not None else _DROP)
+    if env_text_or_doc is None:
+        findings.append(Finding("$", None, "warning", "ignored",
+                                "$: no %s file; libcufile %s silently uses %s alone." % (env_source, load_schema(version).version, etc_source),
+                                code="env-missing", source=env_source))
+    if _DROP in docs:
+        return LintResult(sort_findings(findings), None, "merged")
+    merged = deep_merge(docs[0] if isinstance(docs[0], dict) else {}, docs[1], null_deletes=False)
+    seen = set((f.path, f.code) for f in findings)
+    merged_result = lint_document(merged, "merged", version, check_paths, host, rules=True)
+    findings.extend(f for f in merged_result.findings if (f.path, f.code) not in seen)
+    return LintResult(sort_findings(findings), merged, "merged")

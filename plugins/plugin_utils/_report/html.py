@@ -1,0 +1,236 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The GDS fleet report as ONE self-contained HTML page. PRIVATE to the collection.
+
+Pure: ``render_html(report)`` takes the document built by ``_report.fleet.build_report`` and
+returns the page - inline CSS, a sortable per-host table (a few lines of inline JavaScript, no
+library), a throughput bar chart drawn as inline SVG, and the reason for every host that is not
+``gds``. Nothing is loaded from anywhere (a Content-Security-Policy forbids it); every value
+from the hosts is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+
+MODE_COLORS = {"gds": "#1a7f37", "p2pdma": "#0969da", "compat": "#9a6700", "unavailable": "#6e7781",
+               "failed": "#cf222e", "unknown": "#8250df"}
+STATUS_COLORS = {"ok": "#1a7f37", "failed": "#cf222e", "unreachable": "#a40e26", "unknown": "#6e7781"}
+MODE_RANK = {"gds": 5, "p2pdma": 4, "compat": 3, "unavailable": 2, "failed": 1, "unknown": 0}
+WRITE_COLOR = "#0969da"
+READ_COLOR = "#1a7f37"
+REASON_CHARS = 240
+COLUMNS = (  # key, header, sort type
+    ("host", "Host", "text"), ("source", "Source", "text"), ("status", "Status", "text"), ("mode", "Mode", "num"),
+    ("write", "Write GB/s", "num"), ("read", "Read GB/s", "num"), ("driver", "Driver", "text"),
+    ("nvidia_fs", "nvidia_fs", "text"), ("libcufile", "libcufile", "text"), ("ofed", "MOFED", "text"),
+    ("gpus", "GPUs", "num"), ("reason", "Reason", "text"),
+)
+
+CSS = """
+:root{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1f2328;background:#fff}
+body{margin:0 auto;padding:20px 28px;max-width:1400px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 8px}
+.meta{color:#59636e;font-size:13px;margin:0}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin-top:14px}
+.card{border:1px solid #d1d9e0;border-left:6px solid var(--c);border-radius:6px;padding:8px 14px;min-width:92px}
+.card .n{display:block;font-size:24px;font-weight:600}.card .l{font-size:12px;color:#59636e}
+.status-line{font-size:13px;margin-top:8px;color:#59636e}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{border-bottom:1px solid #d1d9e0;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap;position:sticky;top:0}
+th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.reason{max-width:460px;color:#59636e}td.host{white-space:nowrap;font-weight:600}
+.badge{display:inline-block;border-radius:10px;padding:1px 8px;color:#fff;font-size:12px;background:var(--c)}
+#reasons li{margin:6px 0;font-size:13px}#reasons .checks{color:#59636e;margin:2px 0 0 0}
+.empty{color:#59636e;font-size:13px}
+svg text{font-family:inherit}
+"""
+
+JS = """
+(function(){
+  var table=document.getElementById('hosts');if(!table)return;
+  var tbody=table.tBodies[0],heads=table.tHead.rows[0].cells;
+  function val(row,i,type){var v=row.cells[i].getAttribute('data-v');
+    if(type==='num'){return v===''?-1:parseFloat(v);}return (v||'').toLowerCase();}
+  function sortBy(i,desc){var type=heads[i].getAttribute('data-type');
+    var rows=Array.prototype.slice.call(tbody.rows);
+    rows.sort(function(a,b){var x=val(a,i,type),y=val(b,i,type),c=x<y?-1:(x>y?1:0);
+      if(c===0){c=a.getAttribute('data-host')<b.getAttribute('data-host')?-1:1;return c;}
+      return desc?-c:c;});
+    rows.forEach(function(r){tbody.appendChild(r);});
+    for(var j=0;j<heads.length;j++){heads[j].removeAttribute('aria-sort');}
+    heads[i].setAttribute('aria-sort',desc?'descending':'ascending');}
+  for(var i=0;i<heads.length;i++){(function(i){heads[i].addEventListener('click',function(){
+    sortBy(i,heads[i].getAttribute('aria-sort')==='ascending');});})(i);}
+  var m=/sort=(-?)([a-z_]+)/.exec(window.location.hash||'');
+  if(m){for(var k=0;k<heads.length;k++){if(heads[k].getAttribute('data-key')===m[2]){sortBy(k,m[1]==='-');}}}
+})();
+"""
+
+
+def _e(value):
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _gbps(value):
+    return "-" if value is None else "%.2f" % value
+
+
+def _badge(text, color):
+    return '<span class="badge" style="--c:%s">%s</span>' % (color, _e(text))
+
+
+def _driver(versions):
+    driver = versions.get("nvidia_driver")
+    if driver and versions.get("nvidia_kernel_module"):
+        return "%s (%s)" % (driver, versions["nvidia_kernel_module"])
+    return driver
+
+
+def _short(text, limit=REASON_CHARS):
+    """The reason for the table cell: cut at ``limit`` characters, the whole text in a tooltip
+    (and in the "why" section below the table)."""
+    if len(text) <= limit:
+        return _e(text)
+    return '<span title="%s">%s&hellip;</span>' % (_e(text), _e(text[:limit].rstrip()))
+
+
+def _row(rec):
+    v = rec["versions"]
+    t = rec["throughput"]
+    good = rec["mode"] == "gds" and rec["status"] == "ok"
+    cells = [
+        ("host", rec["host"], _e(rec["host"]), "host"),
+        ("source", rec.get("source", "ssh"), _e(rec.get("source", "ssh")) + (
+            ' <span class="reason">%s</span>' % _e(rec["pod"]) if rec.get("pod") else ""), ""),
+        ("status", rec["status"], _badge(rec["status"], STATUS_COLORS.get(rec["status"], "#6e7781")), ""),
+        ("mode", MODE_RANK.get(rec["mode"], 0), _badge(rec["mode"], MODE_COLORS.get(rec["mode"], "#6e7781")), ""),
+        ("write", "" if t["write_gbps"] is None else t["write_gbps"], _gbps(t["write_gbps"]), "num"),
+        ("read", "" if t["read_gbps"] is None else t["read_gbps"], _gbps(t["read_gbps"]), "num"),
+        ("driver", _driver(v) or "", _e(_driver(v) or "-"), ""),
+        ("nvidia_fs", v.get("nvidia_fs") or "", _e(v.get("nvidia_fs") or "-"), ""),
+        ("libcufile", v.get("libcufile") or "", _e(v.get("libcufile") or "-"), ""),
+        ("ofed", v.get("ofed") or "", _e(v.get("ofed") or "-"), ""),
+        ("gpus", len(rec["gpus"]), _e(len(rec["gpus"])) if rec["mode"] != "unknown" else "-", "num"),
+        ("reason", "" if good else rec["reason"], "" if good else _short(rec["reason"]), "reason"),
+    ]
+    tds = "".join('<td data-key="%s" data-v="%s"%s>%s</td>' % (k, _e(sv), ' class="%s"' % cls if cls else "", shown)
+                  for k, sv, shown, cls in cells)
+    return '<tr data-host="%s" data-status="%s" data-mode="%s">%s</tr>' % (
+        _e(rec["host"]), _e(rec["status"]), _e(rec["mode"]), tds)
+
+
+def _ticks(top):
+    """Round axis ticks from 0 to at least ``top`` GB/s."""
+    if top <= 0:
+        return [0, 1]
+    for step in (0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100):
+        if top / step <= 6:
+            break
+    n = int(top / step) + (0 if abs(top / step - int(top / step)) < 1e-9 else 1)
+    return [round(step * i, 2) for i in range(n + 1)]
+
+
+def render_chart(records, width=900):
+    """Horizontal grouped bars (write, read GB/s) per probed host as an inline SVG string, or a
+    paragraph saying that no host ran the probe."""
+    probed = [r for r in records if r["throughput"]["write_gbps"] is not None or r["throughput"]["read_gbps"] is not None]
+    if not probed:
+        return '<p class="empty" id="chart-empty">No host ran the cuFile probe, so there is no throughput to chart.</p>'
+    label_w, right, top_pad, bar_h, gap = 180, 60, 28, 11, 10
+    plot_w = width - label_w - right
+    ticks = _ticks(max([r["throughput"]["write_gbps"] or 0 for r in probed] +
+                       [r["throughput"]["read_gbps"] or 0 for r in probed]))
+    scale = plot_w / float(ticks[-1] or 1)
+    height = top_pad + len(probed) * (2 * bar_h + gap) + 24
+    out = ['<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+           'role="img" aria-label="Probe throughput per host in GB/s">' % (width, height, width, height)]
+    out.append('<rect x="%d" y="4" width="10" height="10" fill="%s"/><text x="%d" y="13" font-size="12">write</text>'
+               % (label_w, WRITE_COLOR, label_w + 14, ))
+    out.append('<rect x="%d" y="4" width="10" height="10" fill="%s"/><text x="%d" y="13" font-size="12">read</text>'
+               % (label_w + 64, READ_COLOR, label_w + 78))
+    axis_y = height - 20
+    for t in ticks:
+        x = label_w + t * scale
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d1d9e0"/>' % (x, top_pad - 4, x, axis_y))
+        out.append('<text x="%.1f" y="%d" font-size="11" text-anchor="middle" fill="#59636e">%s</text>'
+                   % (x, axis_y + 14, _e(("%g" % t))))
+    for i, rec in enumerate(probed):
+        y = top_pad + i * (2 * bar_h + gap)
+        name = rec["host"] if len(rec["host"]) <= 26 else rec["host"][:25] + "\u2026"
+        out.append('<text x="%d" y="%d" font-size="12" text-anchor="end" dominant-baseline="middle">%s</text>'
+                   % (label_w - 8, y + bar_h, _e(name)))
+        for j, (key, color, what) in enumerate((("write_gbps", WRITE_COLOR, "write"), ("read_gbps", READ_COLOR, "read"))):
+            val = rec["throughput"][key]
+            if val is None:
+                continue
+            by = y + j * bar_h
+            w = max(val * scale, 1.0)
+            out.append('<rect class="bar" data-host="%s" data-kind="%s" x="%d" y="%d" width="%.1f" height="%d" '
+                       'fill="%s"><title>%s %s %.2f GB/s (%s)</title></rect>'
+                       % (_e(rec["host"]), what, label_w, by, w, bar_h - 1, color, _e(rec["host"]), what, val,
+                          _e(rec["mode"])))
+            out.append('<text x="%.1f" y="%d" font-size="10" dominant-baseline="middle" fill="#59636e">%.2f</text>'
+                       % (label_w + w + 4, by + bar_h // 2, val))
+    out.append("</svg>")
+    missing = len(records) - len(probed)
+    if missing:
+        out.append('<p class="empty">%d host(s) have no throughput (no probe ran): see the table.</p>' % missing)
+    return "".join(out)
+
+
+def _repeats(detail, reason):
+    """True when a failed check only repeats the failure message the reason already quotes."""
+    if detail.startswith("unreachable: "):
+        detail = detail[len("unreachable: "):]
+    return bool(detail) and detail in reason
+
+
+def _reasons(records):
+    items = []
+    for rec in records:
+        if rec["mode"] == "gds" and rec["status"] == "ok":
+            continue
+        checks = "".join("<li>%s: %s</li>" % (_e(c["check"]), _e(c["detail"])) for c in rec["failed_checks"]
+                         if not _repeats(c["detail"], rec["reason"]))
+        items.append('<li id="reason-%s" data-host="%s"><b>%s</b> %s %s <span class="reason">%s</span>%s</li>' % (
+            _e(rec["host"]), _e(rec["host"]), _e(rec["host"]),
+            _badge(rec["mode"], MODE_COLORS.get(rec["mode"], "#6e7781")),
+            _badge(rec["status"], STATUS_COLORS.get(rec["status"], "#6e7781")), _e(rec["reason"] or "no reason given"),
+            '<ul class="checks">%s</ul>' % checks if checks else ""))
+    if not items:
+        return '<p class="empty">Every host does GDS.</p>'
+    return '<ul>%s</ul>' % "".join(items)
+
+
+def render_html(report):
+    """The whole page."""
+    s = report["summary"]
+    records = report["hosts"]
+    cards = "".join('<div class="card" data-mode="%s" style="--c:%s"><span class="n">%d</span>'
+                    '<span class="l">%s</span></div>' % (_e(m), MODE_COLORS.get(m, "#6e7781"), n, _e(m))
+                    for m, n in s["by_mode"].items() if n or m in ("gds", "compat", "unavailable", "failed"))
+    statuses = ", ".join("%s %d" % (_e(k), n) for k, n in s["by_status"].items() if n)
+    heads = "".join('<th data-key="%s" data-type="%s" scope="col">%s</th>' % (k, t, _e(h)) for k, h, t in COLUMNS)
+    generated = " &middot; generated %s" % _e(report["generated"]) if report.get("generated") else ""
+    playbooks = ", ".join((report.get("run") or {}).get("playbooks") or [])
+    return "".join([
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
+        'script-src \'unsafe-inline\'; img-src data:">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>%s</title><style>%s</style></head><body>" % (_e(report.get("title")), CSS),
+        '<header><h1>%s</h1><p class="meta">%d hosts &middot; %d ready for GDS%s%s</p></header>' % (
+            _e(report.get("title")), s["hosts"], s["gds_ready"], generated,
+            " &middot; " + _e(playbooks) if playbooks else ""),
+        '<section id="summary"><div class="cards">%s</div><p class="status-line">Run status: %s</p></section>' % (
+            cards, statuses or "no hosts"),
+        '<section id="throughput"><h2>cuFile probe throughput (GB/s)</h2>%s</section>' % render_chart(records),
+        '<section><h2>Hosts</h2><table id="hosts"><thead><tr>%s</tr></thead><tbody>%s</tbody></table></section>' % (
+            heads, "".join(_row(r) for r in records)),
+        '<section id="reasons"><h2>Why hosts are not GDS</h2>%s</section>' % _reasons(records),
+        "<script>%s</script></body></html>\n" % JS,
+    ])

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The rooms of plugins/ and what each may import (docs/architecture.md, "Rooms").
+
+Read from the source with ``ast`` (every import, also the lazy ones inside functions), so a
+wrong import fails here before it fails on a GPU host without jsonschema:
+
+* target-side code (``modules/``, ``module_utils/``) never imports controller-only code
+  (``plugin_utils``, ``ansible.plugins``, ``ansible.errors``, any ``ansible`` outside
+  ``ansible.module_utils``);
+* an action plugin never imports a module file (``plugins/modules/*``): what both need lives
+  in module_utils;
+* module_utils imports the standard library, ``ansible.module_utils`` and itself; another
+  library only inside ``try: ... except ImportError`` (reported with ``missing_required_lib``);
+* every module_utils / plugin_utils file lives in a room (``_<domain>/``), none flat.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PREFIX = "ansible_collections.gpudirect.storage."
+
+
+def _py_files(root, sub):
+    base = os.path.join(root, "plugins", sub)
+    for d, dirs, files in os.walk(base):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                yield os.path.join(d, f)
+
+
+def _imports(path):
+    """(module name, guarded) for every import of a file; ``guarded``: inside a try whose
+    handlers catch ImportError (or a parent of it)."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            names = set()
+            for h in node.handlers:
+                for t in ([h.type] if not isinstance(h.type, ast.Tuple) else h.type.elts) if h.type else []:
+                    names.add(getattr(t, "id", None))
+            if names & {"ImportError", "ModuleNotFoundError", "Exception"}:
+                for stmt in node.body:
+                    guarded.update(id(n) for n in ast.walk(stmt))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, id(node) in guarded) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.module, id(node) in guarded))
+            # "from ...plugins.module_utils._x import y": y may itself be a module
+            out += [(node.module + "." + a.name, id(node) in guarded) for a in node.names]
+    return out
+
+
+def _is_stdlib(name):
+    top = name.split(".")[0]
+    return top in sys.stdlib_module_names or top == "__future__"
+
+
+def violations(root):
+    found = []
+
+    def rel(p):
+        return os.path.relpath(p, root)
+
+    for sub in ("modules", "module_utils"):
+        for path in _py_files(root, sub):
+            for name, guarded in _imports(path):
+                if name.startswith(PREFIX + "plugins.plugin_utils") or (
+                        name.split(".")[0] == "ansible" and not name.startswith("ansible.module_utils")):
+                    found.append("%s: target-side code imports controller-only %s" % (rel(path), name))
+    for path in _py_files(root, "action"):
+        for name, _guarded in _imports(path):
+            if name.startswith(PREFIX + "plugins.modules"):
+                found.append("%s: action plugin imports the module file %s" % (rel(path), name))
+    for path in _py_files(root, "module_utils"):
+        for name, guarded in _imports(path):
+            own = name.startswith(PREFIX + "plugins.module_utils") or name.startswith("ansible.module_utils")
+            if not own and not name.startswith(PREFIX) and not _is_stdlib(name) and not guarded:
+                found.append("%s: module_utils imports %s, not in the standard library, unguarded" % (rel(path), name))
+    for sub in ("module_utils", "plugin_utils"):
+        base = os.path.join(root, "plugins", sub)
+        for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            if entry.endswith(".py"):
+                found.append("plugins/%s/%s: not in a room (plugins/%s/_<domain>/)" % (sub, entry, sub))
+    return found
+
+
+needs_stdlib_list = pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"), reason="Python >= 3.10")
+
+
+@needs_stdlib_list
+def test_the_collection_keeps_its_rooms():
+    assert violations(ROOT) == []
+
+
+def _write(root, rel, text):
+    path = os.path.join(str(root), rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+@needs_stdlib_list
+def test_each_rule_catches_its_violation(tmp_path):
+    _write(tmp_path, "plugins/module_utils/_gds/facts.py", "import os\n\ndef f():\n"
+           "    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import validate\n")
+    _write(tmp_path, "plugins/modules/thing.py", "from ansible.plugins.action import ActionBase\n")
+    _write(tmp_path, "plugins/action/thing.py",
+           "from ansible_collections.gpudirect.storage.plugins.modules import thing\n"
+           "from ansible_collections.gpudirect.storage.plugins.modules.other import argument_spec\n")
+    _write(tmp_path, "plugins/module_utils/_k8s/lib.py",
+           "import yaml\ntry:\n    import kubernetes\nexcept ImportError:\n    kubernetes = None\n")
+    _write(tmp_path, "plugins/module_utils/_flat.py", "import json\n")
+    found = violations(str(tmp_path))
+    assert found == [
+        "plugins/modules/thing.py: target-side code imports controller-only ansible.plugins.action",
+        "plugins/modules/thing.py: target-side code imports controller-only ansible.plugins.action.ActionBase",
+        "plugins/module_utils/_gds/facts.py: target-side code imports controller-only "
+        "ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile",
+        "plugins/module_utils/_gds/facts.py: target-side code imports controller-only "
+        "ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate",
+        "plugins/action/thing.py: action plugin imports the module file ansible_collections.gpudirect.storage.plugins.modules",
+        "plugins/action/thing.py: action plugin imports the module file "
+        "ansible_collections.gpudirect.storage.plugins.modules.thing",
+        "plugins/action/thing.py: action plugin imports the module file "
+        "ansible_collections.gpudirect.storage.plugins.modules.other",
+        "plugins/action/thing.py: action plugin imports the module file "
+        "ansible_collections.gpudirect.storage.plugins.modules.other.argument_spec",
+        "plugins/module_utils/_k8s/lib.py: module_utils imports yaml, not in the standard library, unguarded",
+        "plugins/module_utils/_flat.py: not in a room (plugins/module_utils/_<domain>/)",
+    ]
