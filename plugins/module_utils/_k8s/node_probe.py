@@ -4,8 +4,8 @@
 """gds_node_probe, the pure part: the probe bundle, ConfigMap and Pod specs, what a pod's status
 says, the per-node verdict and node labels. PRIVATE to the collection.
 
-The pod runs the collection's own gds_facts gather (``_gds_gather.gather``: collectors, the
-cuFile probe child, ``_gds_verdict.verdict``) from source files carried in a ConfigMap, so a
+The pod runs the collection's own gds_facts gather (``_flows/gds_facts.gather``: collectors, the
+cuFile probe child, ``_gds/verdict.verdict``) from source files carried in a ConfigMap, so a
 node's verdict is computed by exactly the code that computes a host's. Nothing here talks to
 the API: ``_gds_node_probe_run`` does, tests call these functions with plain dicts.
 """
@@ -341,7 +341,7 @@ def node_from_facts(name, facts, pod):
 
 
 def requirement_problem(node, required, require_proven=True):
-    """The gate of gds_facts (``_gds_verdict.gate``) applied to one node: None when met, else why."""
+    """The gate of gds_facts (``_gds/verdict.gate``) applied to one node: None when met, else why."""
     ok, why = verdict_mod.gate(node, required, require_proven=require_proven is not False)
     return None if ok else why
 

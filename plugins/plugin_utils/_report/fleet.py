@@ -189,7 +189,7 @@ def _failure_reason(failure):
 
 
 def ready_for_gds(facts):
-    """The host's verdict meets ``require_mode=gds`` through THE gate (_gds_verdict.gate), with
+    """The host's verdict meets ``require_mode=gds`` through THE gate (_gds/verdict.gate), with
     the host's own require_proven when it ran with one (default: proof required)."""
     req = facts.get("require_mode") if isinstance(facts.get("require_mode"), dict) else {}
     return bool(facts.get("mode")) and gate(facts, "gds", req.get("proven", True) is not False)[0]
