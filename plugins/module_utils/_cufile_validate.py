@@ -114,12 +114,15 @@ class _Linter(object):
         schema = self.schema
         if value is None and not in_array:
             return _DROP  # null means "not set" to libcufile
-        since = schema.is_newer(node, self.version)
-        if since:
-            note = node.get("x-since-note")
-            self.add(path, value, "newer-release", "ignored",
-                     "key of a newer libcufile release (read from %s on)" % since, severity="warning",
-                     note=note, fix="remove it or target libcufile >= %s" % since)
+        why = schema.is_newer(node, self.version)
+        if why:
+            fix = "remove it"
+            if why.startswith("added in "):
+                fix += " or target libcufile >= %s" % why[len("added in "):]
+            self.add(path, value, "newer-release" if why.startswith("added in ") else "not-read", "ignored",
+                     "ignored by libcufile %s: %s, so it has no effect there%s" % (
+                         self.version, why, " (%s)" % node["x-since-note"] if node.get("x-since-note") else ""),
+                     severity="warning", raw=True, fix=fix)
             return _DROP
         if node.get("x-int-lenient") and isinstance(value, (bool, float)):
             value = self.coerce(value, path)
