@@ -264,6 +264,8 @@ def _apply_measured(node, created, entry, release, section):
     if created:
         if measured.get("type") and not section:
             node["type"] = measured["type"]
+            if measured["type"] == "integer" and "bool" in (measured.get("accepts") or []):
+                node["x-int-lenient"] = True  # measured: true/false load (read as 1/0)
         if effect:
             node["x-effect"] = effect
         node["x-notes"] = {"type": (

@@ -258,6 +258,8 @@ class _Linter(object):
             fix = "list client IPv4 addresses"
         elif kw == "minLength":
             problem = "empty string"
+        elif kw == "not":
+            problem = "%s is not allowed for this key" % shown
         else:
             problem = error.message
         self.add(path, value, code, effect, problem, fix=fix, note=note)

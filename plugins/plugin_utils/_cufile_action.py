@@ -11,6 +11,7 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_config import shipped_refusal
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_schema import load_schema
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_validate import (
     jsonschema_available, lint_document, lint_merged, lint_text)
@@ -50,6 +51,9 @@ def prepare(args, find_needle):
             schema = load_schema(version)
         except ValueError as exc:
             return None, None, None, {"failed": True, "msg": "cufile_version: %s" % exc}
+        refusal = shipped_refusal(args.get("base"), args.get("src"), version)
+        if refusal:
+            return None, None, None, {"failed": True, "msg": refusal}
         internal["path_checks"] = [{"path": d, "what": w, "kind": k} for d, w, k in schema.must_exist_specs()]
         src = args.get("src")
         if src and not boolean(args.get("remote_src", False), strict=False):
