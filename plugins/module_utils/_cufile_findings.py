@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-EFFECTS = ("ignored", "load_fails", "aborts", "accepted")
+EFFECTS = ("ignored", "load_fails", "aborts", "crashes", "accepted")
 
 # The libcufile releases measured on the H100 host (issue 20; schemas/cufile-releases.json holds the
 # measurements, a unit test keeps this table equal to it): release, the libcufile measured, and the
@@ -58,6 +58,7 @@ EFFECT_TEXT = {
     "ignored": "libcufile %s ignores it silently, so it has no effect",
     "load_fails": "libcufile %s refuses to load the config (cuFileDriverOpen returns %s and no cuFile I/O works)",
     "aborts": "libcufile %s aborts the whole process (SIGABRT) when it reads this",
+    "crashes": "the process crashes with libcufile %s (measured: killed by a signal other than SIGABRT)",
     "accepted": "libcufile %s loads it",
 }
 

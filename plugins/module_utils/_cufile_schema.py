@@ -207,6 +207,11 @@ def release_data(schema_dir=None):
     return _read_json(path) if os.path.isfile(path) else None
 
 
+# The sweep's probe names for one value of each JSON kind -> the JSON type.
+_PROBE_KINDS = {"kind-bool": "boolean", "kind-int": "integer", "kind-float": "number", "kind-string": "string",
+                "kind-array": "array", "kind-object": "object"}
+
+
 def _reaction_effect(reaction):
     """'load_fails:5002' -> 'load_fails'; 'aborts' -> 'aborts'; anything else -> None."""
     effect = str(reaction or "").split(":")[0]
@@ -260,8 +265,15 @@ def _apply_measured(node, created, entry, release, section):
                 % (known_releases()[0], known_releases()[-1]))
         return
     node["x-read-since"] = entry["first"]
+    crashes = sorted(_PROBE_KINDS[probe] for probe, reaction in (measured.get("probes") or {}).items()
+                     if reaction == "crashed" and probe in _PROBE_KINDS)
+    if crashes:
+        node["x-crashes-on"] = crashes
     effect = _reaction_effect(measured.get("wrong_type"))
     if created:
+        if not measured.get("type") and not section:
+            # every probe value was refused: no type to check against; say which kinds were tried
+            node["x-unsettled"] = sorted(_PROBE_KINDS.get(p, p) for p in measured.get("probes") or {})
         if measured.get("type") and not section:
             node["type"] = measured["type"]
             if measured["type"] == "integer" and "bool" in (measured.get("accepts") or []):
@@ -272,8 +284,8 @@ def _apply_measured(node, created, entry, release, section):
             "measured: read by libcufile %s-%s; %s; ranges and values not measured" % (
                 entry["first"], entry["last"],
                 "type %s from the values it accepts" % measured["type"] if measured.get("type")
-                else "it refused every probe value (%s), so the sweep does not settle its type"
-                % ", ".join(sorted(measured.get("probes") or {})))) if not section else
+                else "it refused every probe value (one of each kind: %s), so the sweep does not settle its type"
+                % ", ".join(sorted(_PROBE_KINDS.get(p, p) for p in measured.get("probes") or {})))) if not section else
             "measured: read by libcufile %s-%s; a value that is not an object %s" % (
                 entry["first"], entry["last"], effect or "loads")}
     elif effect and effect != node.get("x-effect", "load_fails"):

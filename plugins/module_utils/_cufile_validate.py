@@ -124,6 +124,19 @@ class _Linter(object):
                          self.version, why, " (%s)" % node["x-since-note"] if node.get("x-since-note") else ""),
                      severity="warning", raw=True, fix=fix)
             return _DROP
+        if node.get("x-unsettled"):
+            self.add(path, value, "unmeasured", "load_fails",
+                     "libcufile %s reads this key, but refused every value the sweep tried (one of each kind: %s), "
+                     "so its valid values are not known to the validator; check that libcufile loads the file"
+                     % (self.version, ", ".join(node["x-unsettled"])),
+                     severity="warning", raw=True)
+        if json_type(value) in node.get("x-crashes-on", ()):
+            self.add(path, value, "crash", "crashes", "%s is %s %s" % (
+                show(value), "an" if json_type(value)[0] in "aeio" else "a", json_type(value)),
+                fix=("write %d" % int(value)) if node.get("type") == "integer" and isinstance(value, (bool, float))
+                and math.isfinite(value) else None)
+            self.handled.add(tuple(path))
+            return value
         if node.get("x-int-lenient") and isinstance(value, (bool, float)):
             value = self.coerce(value, path)
         low, high = self.schema.raw.get("x-json-integer-range", (None, None))

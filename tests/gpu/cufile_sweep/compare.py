@@ -86,9 +86,9 @@ def predicted(validate, text, version):
                                 host={"nvidia_fs": False})
     effects = [f.effect for f in result.errors]
     first = result.errors[0].message if result.errors else ""
-    for effect in ("aborts", "load_fails"):
+    for effect, outcome in (("aborts", "aborts"), ("crashes", "crashed"), ("load_fails", "load_fails")):
         if effect in effects:
-            return effect, first
+            return outcome, first
     return "ok", first
 
 
@@ -204,8 +204,6 @@ def derive(results, cases, strings, summary=None):
 # Why a disagreement that is left stays (key of the case id -> explanation); the report prints
 # it under each disagreement it applies to, so every remaining one is explained or stands out.
 EXPLAINED = {
-    "profile.cufile_stats": "1.13 and 1.14 crash (a signal other than SIGABRT) on true or 1.5, which 1.15+ load "
-                            "as an integer; the validator warns (read as an integer) and has no 'crashes' verdict",
     "properties.rdma_transport_type": "every probe value (true, 1, \"x\") was refused, so the sweep does not "
                                       "settle its type or values; the view adds the key with no type rather "
                                       "than invent one (tier 2 probes were cut by the device deadline)",

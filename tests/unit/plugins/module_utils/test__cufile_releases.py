@@ -29,7 +29,7 @@ RESULTS = os.path.join(ROOT, "tests", "gpu", "evidence", "2026-11-23-cufile-swee
 DATA = release_data()
 # Agreement of each release's own view with the real library, per release (the report
 # tests/gpu/evidence/2026-11-23-cufile-sweep-report-per-release.md explains what is left).
-AGREED = {"1.13": (418, 420), "1.14": (418, 420), "1.15": (420, 420), "1.16": (420, 420), "1.17": (420, 420),
+AGREED = {"1.13": (420, 420), "1.14": (420, 420), "1.15": (420, 420), "1.16": (420, 420), "1.17": (420, 420),
           "1.18": (420, 420), "1.19": (411, 419), "1.20": (411, 419)}
 
 
@@ -114,6 +114,19 @@ def test_removed_key_names_its_last_release():
     one = finding({"profile": {"nvtx": True}}, "1.16")
     assert "ignored by libcufile 1.16: read up to 1.15 only" in one.message
     assert lint_document({"profile": {"nvtx": True}}, version="1.15").findings == []
+
+
+@pytest.mark.parametrize("release, effect", [("1.13", "crashes"), ("1.14", "crashes"), ("1.15", "accepted"),
+                                             ("1.20", "accepted")])
+def test_stats_true_crashes_1_13_and_1_14(release, effect):
+    one = finding({"profile": {"cufile_stats": True}}, release)
+    assert one.effect == effect and (one.severity == "error") == (effect == "crashes")
+
+
+def test_keys_whose_values_were_all_refused_warn_without_inventing_a_type():
+    one = finding({"properties": {"rdma_transport_type": "rc"}}, "1.20")
+    assert one.severity == "warning" and one.code == "unmeasured" and "refused every value" in one.message
+    assert finding({"properties": {"rdma_transport_type": "rc"}}, "1.18").effect == "ignored"
 
 
 def test_integer_keys_that_load_booleans_warn():
