@@ -171,3 +171,15 @@ def test_docs_keys_table_is_current():
     with open(table.DATA) as f:
         data = json.load(f)
     assert table.render(text, data) == text
+
+
+def test_facts_check_the_host_file_with_the_host_release():
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile
+    text = '{"properties": {"gds_fallback_io": "yes"}}'
+    verdicts = {}
+    for version in ("1.13.1.3", "1.20.0.107"):
+        gds = {"libcufile": {"version": version}, "nvidia_fs": {"loaded": True},
+               "cufile": {"files": [{"role": "global", "path": "/etc/cufile.json", "text": text}]}}
+        validate_cufile(gds)
+        verdicts[version] = (gds["cufile"]["release"], gds["cufile"]["valid"])
+    assert verdicts == {"1.13.1.3": ("1.13", True), "1.20.0.107": ("1.20", False)}
