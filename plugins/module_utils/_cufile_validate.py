@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Validate cufile.json against the collection's schema, the way libcufile 1.15 will read it.
+"""Validate cufile.json against the collection's schema, the way a given libcufile release (1.13-1.20) reads it.
 PRIVATE to the collection. CONTROLLER side: imported by the action plugins and bin/cufile-lint.
 It needs ``jsonschema`` (imported lazily, so importing this file never fails) and the
 ``schemas/`` directory of the collection.
