@@ -54,6 +54,7 @@ def config_error_code(release):
             return code
     return -22
 
+
 EFFECT_TEXT = {
     "ignored": "libcufile %s ignores it silently, so it has no effect",
     "load_fails": "libcufile %s refuses to load the config (cuFileDriverOpen returns %s and no cuFile I/O works)",

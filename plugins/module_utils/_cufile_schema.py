@@ -214,7 +214,7 @@ _PROBE_KINDS = {"kind-bool": "boolean", "kind-int": "integer", "kind-float": "nu
 
 def _reaction_effect(reaction):
     """'load_fails:5002' -> 'load_fails'; 'aborts' -> 'aborts'; anything else -> None."""
-    effect = str(reaction or "").split(":")[0]
+    effect = str(reaction or "").split(":", maxsplit=1)[0]
     return effect if effect in ("load_fails", "aborts") else None
 
 

@@ -246,7 +246,7 @@ def report_text(agree, version, data):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     p.add_argument("--results", required=True)
     p.add_argument("--cases", required=True)
     p.add_argument("--summary", help="summary.json of the run (default: next to --results)")

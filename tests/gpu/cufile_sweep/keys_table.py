@@ -33,14 +33,14 @@ def cell(measured):
     '.' (not read: ignored)."""
     if not measured.get("read"):
         return "."
-    return CELL.get(str(measured.get("wrong_type") or "").split(":")[0], "R")
+    return CELL.get(str(measured.get("wrong_type") or "").split(":", maxsplit=1)[0], "R")
 
 
 def table(data):
     releases = sorted(data["releases"], key=version_key)
     codes = [", ".join(sorted(data["releases"][r].get("load_fail_codes") or {})) or "-" for r in releases]
     lines = ["| key | type | %s |" % " | ".join(releases),
-             "| --- | --- | %s |" % " | ".join("---" for _ in releases),
+             "| --- | --- | %s |" % " | ".join("---" for _release in releases),
              "| *(code of a refused config)* | | %s |" % " | ".join(codes)]
     rows = [(path, entry, True) for path, entry in data.get("sections", {}).items()]
     rows += [(path, entry, False) for path, entry in data.get("keys", {}).items()]
@@ -61,7 +61,7 @@ def render(doc_text, data):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     p.add_argument("--data", default=DATA)
     p.add_argument("--doc", default=DOC)
     p.add_argument("--check", action="store_true", help="exit 1 when the doc's table is not current")
