@@ -97,8 +97,14 @@ options:
     type: path
   cufile_version:
     description:
-      - The libcufile release whose key schema is used (C(schemas/cufile-<version>.schema.json)).
-        Keys of newer releases are accepted with a warning naming the release that reads them.
+      - The libcufile release the file is validated for, one of V(1.13) to V(1.20) (a full version such as
+        V(1.17.1.22) selects its release). Each release's view comes from the 1.15 schema and the sweep of
+        the real libraries (C(schemas/cufile-releases.json)); a key the release does not read is accepted
+        with a warning naming the release (for example C(ignored by libcufile 1.13 - added in 1.16)), and a
+        wrong value is reported with that release's reaction (C(cuFileDriverOpen) -22 up to 1.18, 5002
+        from 1.19, an abort or a crash). An unknown release fails the task.
+      - O(base=shipped) is refused for every release but V(1.15), because the collection has only the file CUDA 13.0
+        ships.
     type: str
     default: "1.15"
   mode:

@@ -29,6 +29,7 @@ import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, parse)
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import SHIPPED_RELEASE, release_of
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 
@@ -117,6 +118,20 @@ def load_src(text, name):
         return parse(text).document
     except CufileSyntaxError as exc:
         raise CufileConfigError("src %s is not valid cufile.json: %s" % (name, exc))
+
+
+def shipped_refusal(base, src, version):
+    """Why ``base: shipped`` cannot be used for libcufile ``version``, or None. The collection has
+    the shipped file of one release only (CUDA 13.0, libcufile 1.15); none of the libcufile wheels
+    of 1.13-1.20 carries a cufile.json (tests/gpu/cufile_sweep: unpack.py's manifest)."""
+    if src or (base or "shipped") != "shipped":
+        return None
+    release = release_of(version) or str(version)
+    if release == SHIPPED_RELEASE:
+        return None
+    return ("base: shipped is the cufile.json of libcufile %s (CUDA 13.0), and no shipped file of libcufile %s "
+            "is known to the collection (no libcufile %s wheel carries one); set base: current or base: empty, "
+            "or give src" % (SHIPPED_RELEASE, release, release))
 
 
 def desired_document(base, settings, current, src_document=None):

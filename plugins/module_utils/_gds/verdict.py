@@ -16,6 +16,7 @@ import os
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.targets import classify
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import config_error_code, release_of
 
 MODES = ("gds", "p2pdma", "compat", "unavailable", "failed")
 RANK = {"gds": 3, "p2pdma": 2, "compat": 1, "failed": 0, "unavailable": 0}
@@ -59,7 +60,6 @@ HINTS = {
     5001: "no nvidia_fs and compat mode not allowed: set properties.allow_compat_mode to true, or load nvidia_fs",
     5027: "libcufile could not classify the file's block device (see the cufile.log lines)",
     5030: "libcufile internal error (see the cufile.log lines)",
-    -22: "libcufile rejected its configuration (see the lines it printed)",
 }
 # CUfileFeatureFlags bit 4 (P2P_SUPPORTED, CUDA 12.8+): PCI P2PDMA available.
 FFLAG_P2P = 1 << 4
@@ -82,9 +82,23 @@ def cuda_error_name(code, name=None):
     return "%s (%d)" % (name or CUDA_ERRORS.get(code, "CUresult"), code)
 
 
-def describe_error(err, hint=True):
+def config_error_hint(code, release=None):
+    """The hint for a cuFileDriverOpen code that means "config refused" in ``release`` (-22 up to
+    1.18, 5002 from 1.19, as measured); None when the code is not that release's config error."""
+    known = release_of(release)
+    if known and code == config_error_code(known):
+        return "libcufile %s rejected its configuration (see the lines it printed; gds_facts' cufile findings " \
+               "name the key)" % known
+    if not known and code in (-22, 5002):
+        return ("libcufile rejected its configuration (-22 in libcufile 1.13-1.18, 5002 from 1.19; see the lines "
+                "it printed)")
+    return None
+
+
+def describe_error(err, release=None, hint=True):
     """One readable sentence for an error dict reported by the probe child; ``hint=False`` leaves
-    out the generic hint of the error code (the storage class already says why)."""
+    out the generic hint of the error code (the storage class already says why); ``release`` (the
+    host's libcufile, e.g. "1.20") picks which code means a refused config."""
     if not err:
         return None
     step = err.get("step") or "probe"
@@ -93,7 +107,7 @@ def describe_error(err, hint=True):
         text = "%s failed: %s" % (step, cufile_error_name(err.get("err")))
         if err.get("cu_err"):
             text += ", CUDA %s" % cuda_error_name(err["cu_err"])
-        hint = HINTS.get(err.get("err")) if hint else None
+        hint = (config_error_hint(err.get("err"), release) or HINTS.get(err.get("err"))) if hint else None
         return text + (" - " + hint if hint else "")
     if kind == "cuda":
         return "%s failed: %s" % (step, cuda_error_name(err.get("code"), err.get("name")))
@@ -361,7 +375,9 @@ def verdict(facts):
     if crash:
         return _result("failed", crash + _evidence(probe))
     if err:
-        return _result("failed", [describe_error(err)] + _evidence(probe, ("ERROR", "WARN"), err.get("step")), error=err)
+        release = release_of(lib.get("version")) or release_of((probe.get("cufile") or {}).get("api_version"))
+        return _result("failed", [describe_error(err, release=release)] + _evidence(probe, ("ERROR", "WARN"), err.get("step")),
+                       error=err)
     context = {"nvfs_loaded": (facts.get("nvidia_fs") or {}).get("loaded"), "log": probe.get("cufile_log"),
                "params": (probe.get("cufile") or {}).get("params"), "props": (probe.get("cufile") or {}).get("props")}
     storage = {s.get("path"): s for s in (facts.get("storage") or {}).get("probe_paths") or []}

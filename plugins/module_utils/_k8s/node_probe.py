@@ -148,7 +148,7 @@ def bundle(entries=ENTRY_MODULES):
         if not inspect.ismodule(module) or not getattr(module, "__file__", None):
             continue
         if hasattr(module, "__path__"):
-            key = "mu.%s.__init__.py" % rel
+            continue  # a room (package): entry.py creates every package's empty __init__.py itself
         src = _source(module)
         files[key] = src
         todo.extend(sorted(_collection_imports(src)))

@@ -11,7 +11,7 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import argument_spec, shipped_refusal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import load_schema
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
     jsonschema_available, lint_document, lint_merged, lint_text)
@@ -56,6 +56,9 @@ def prepare(args, find_needle):
             schema = load_schema(version)
         except ValueError as exc:
             return None, None, None, {"failed": True, "msg": "cufile_version: %s" % exc}
+        refusal = shipped_refusal(args.get("base"), args.get("src"), version)
+        if refusal:
+            return None, None, None, {"failed": True, "msg": refusal}
         internal["path_checks"] = [{"path": d, "what": w, "kind": k} for d, w, k in schema.must_exist_specs()]
         src = args.get("src")
         if src and not boolean(option(args, "remote_src"), strict=False):

@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 import os
 
-EFFECTS = ("ignored", "load_fails", "aborts", "accepted")
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import (  # noqa: F401 pylint: disable=unused-import
+    RELEASES, SHIPPED_RELEASE, config_error_code, known_releases, release_of)
+
+EFFECTS = ("ignored", "load_fails", "aborts", "crashes", "accepted")
 
 EFFECT_TEXT = {
     "ignored": "libcufile %s ignores it silently, so it has no effect",
-    "load_fails": "libcufile %s refuses to load the config (cuFileDriverOpen returns -22 and no cuFile I/O works)",
+    "load_fails": "libcufile %s refuses to load the config (cuFileDriverOpen returns %s and no cuFile I/O works)",
     "aborts": "libcufile %s aborts the whole process (SIGABRT) when it reads this",
+    "crashes": "the process crashes with libcufile %s (measured: killed by a signal other than SIGABRT)",
     "accepted": "libcufile %s loads it",
 }
 
@@ -65,6 +69,8 @@ def path_checker(check_paths):
 
 
 def effect_text(effect, version):
+    if effect == "load_fails":
+        return EFFECT_TEXT[effect] % (version, config_error_code(version))
     return EFFECT_TEXT.get(effect, "libcufile %s: " + str(effect)) % version
 
 

@@ -13,13 +13,19 @@ source of truth: the validator, the linter and the facts read it; its vendor key
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import os
 
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
+    config_error_code, known_releases, release_of)
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import format_path
 
 DEFAULT_VERSION = "1.15"
+# The reviewed schema file every release's view starts from, and the measured per-release data.
+BASE_RELEASE = "1.15"
+RELEASES_FILE = "cufile-releases.json"
 SCHEMA_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "schemas"))
 _CACHE = {}
 
@@ -107,10 +113,15 @@ class CufileSchema(object):
 
     # -- metadata --------------------------------------------------------------------------------
     def is_newer(self, node, target_version=None):
-        """The x-since of ``node`` when the target libcufile does not read it yet, else None."""
-        since = node.get("x-since") if isinstance(node, dict) else None
+        """Why the target libcufile does not read ``node`` ("added in 1.16", measured, or the
+        base schema's x-since), else None."""
+        if not isinstance(node, dict):
+            return None
+        if node.get("x-not-read"):
+            return node["x-not-read"]
+        since = node.get("x-since")
         if since and version_tuple(since) > version_tuple(target_version or self.version)[:2]:
-            return since
+            return "added in %s" % since
         return None
 
     def readable_paths(self, target_version=None):
@@ -183,11 +194,144 @@ class CufileSchema(object):
         return None, None
 
 
-def load_schema(version=DEFAULT_VERSION, schema_dir=None):
-    """The :class:`CufileSchema` for ``version`` (cached)."""
-    path = schema_path(version, schema_dir)
+def _read_json(path):
     if path not in _CACHE:
         with open(path, "r") as f:
-            raw = json.load(f)
-        _CACHE[path] = CufileSchema(raw, raw.get("x-cufile-version", version))
+            _CACHE[path] = json.load(f)
     return _CACHE[path]
+
+
+def release_data(schema_dir=None):
+    """``schemas/cufile-releases.json`` (the sweep's measurements), or None where it is absent."""
+    path = os.path.join(schema_dir or SCHEMA_DIR, RELEASES_FILE)
+    return _read_json(path) if os.path.isfile(path) else None
+
+
+# The sweep's probe names for one value of each JSON kind -> the JSON type.
+_PROBE_KINDS = {"kind-bool": "boolean", "kind-int": "integer", "kind-float": "number", "kind-string": "string",
+                "kind-array": "array", "kind-object": "object"}
+
+
+def _reaction_effect(reaction):
+    """'load_fails:5002' -> 'load_fails'; 'aborts' -> 'aborts'; anything else -> None."""
+    effect = str(reaction or "").split(":", maxsplit=1)[0]
+    return effect if effect in ("load_fails", "aborts") else None
+
+
+def not_read_reason(entry, release):
+    """Why ``release`` does not read a key, from its measured first/last release and gaps."""
+    first, last = entry.get("first"), entry.get("last")
+    if not first:
+        named = entry.get("strings") or []
+        return "no measured release (%s) reads it%s" % (
+            "-".join([known_releases()[0], known_releases()[-1]]),
+            "; named in the string table of %s" % ", ".join(named) if named else "")
+    if version_tuple(release) < version_tuple(first):
+        return "added in %s" % first
+    if version_tuple(release) > version_tuple(last):
+        return "read up to %s only" % last
+    return "not read in %s (read in %s-%s)" % (release, first, last)
+
+
+def _node_for(view, dotted, section):
+    """The schema node of ``dotted`` in ``view``, created (as the measurements describe it) when
+    the base schema lacks it; (node, created)."""
+    node, created = view, False
+    parts = dotted.split(".")
+    for i, key in enumerate(parts):
+        props = node.setdefault("properties", {})
+        if key not in props:
+            is_section = section or i < len(parts) - 1
+            props[key] = ({"type": "object", "additionalProperties": False, "properties": {},
+                           "x-effects": {"additionalProperties": "ignored"}} if is_section else {})
+            created = i == len(parts) - 1
+        node = props[key]
+    return node, created
+
+
+def _apply_measured(node, created, entry, release, section):
+    """Make ``node`` say what ``release`` does with its key, from the sweep's ``entry``."""
+    node.pop("x-since", None)
+    node.pop("x-since-note", None)
+    measured = (entry.get("per_release") or {}).get(release) or {}
+    if not measured.get("read"):
+        if entry.get("first") or created:
+            node["x-not-read"] = not_read_reason(entry, release)
+        elif "type" in node:
+            # in the base schema, yet no probe of any release changed the outcome: not an error
+            node.setdefault("x-effects", {})["type"] = "accepted"
+            node.setdefault("x-notes", {})["type"] = (
+                "measured: no libcufile release from %s to %s reacts to a wrong value here"
+                % (known_releases()[0], known_releases()[-1]))
+        return
+    node["x-read-since"] = entry["first"]
+    crashes = sorted(_PROBE_KINDS[probe] for probe, reaction in (measured.get("probes") or {}).items()
+                     if reaction == "crashed" and probe in _PROBE_KINDS)
+    if crashes:
+        node["x-crashes-on"] = crashes
+    effect = _reaction_effect(measured.get("wrong_type"))
+    if created:
+        if not measured.get("type") and not section:
+            # every probe value was refused: no type to check against; say which kinds were tried
+            node["x-unsettled"] = sorted(_PROBE_KINDS.get(p, p) for p in measured.get("probes") or {})
+        if measured.get("type") and not section:
+            node["type"] = measured["type"]
+            if measured["type"] == "integer" and "bool" in (measured.get("accepts") or []):
+                node["x-int-lenient"] = True  # measured: true/false load (read as 1/0)
+        if effect:
+            node["x-effect"] = effect
+        node["x-notes"] = {"type": (
+            "measured: read by libcufile %s-%s; %s; ranges and values not measured" % (
+                entry["first"], entry["last"],
+                "type %s from the values it accepts" % measured["type"] if measured.get("type")
+                else "it refused every probe value (one of each kind: %s), so the sweep does not settle its type"
+                % ", ".join(sorted(_PROBE_KINDS.get(p, p) for p in measured.get("probes") or {})))) if not section else
+            "measured: read by libcufile %s-%s; a value that is not an object %s" % (
+                entry["first"], entry["last"], effect or "loads")}
+    elif effect and effect != node.get("x-effect", "load_fails"):
+        node.setdefault("x-effects", {})["type"] = effect
+
+
+def release_view(raw, data, release):
+    """The base schema ``raw`` as libcufile ``release`` reads it, from the measured ``data``
+    (schemas/cufile-releases.json): keys it does not read get ``x-not-read`` (the reason),
+    keys it reads that the base lacks are added with the measured type and reaction."""
+    view = copy.deepcopy(raw)
+    view["x-cufile-version"] = release
+    view["x-cufile-base"] = raw.get("x-cufile-version", BASE_RELEASE)
+    view["x-load-fail-code"] = config_error_code(release)
+    if not data or release not in data.get("releases", {}):
+        return view
+    entries = [(dotted, entry, True) for dotted, entry in data.get("sections", {}).items()]
+    entries += [(dotted, entry, False) for dotted, entry in data.get("keys", {}).items()]
+    for dotted, entry, section in sorted(entries, key=lambda e: (e[0].count("."), e[0])):
+        parent = view
+        for key in dotted.split(".")[:-1]:
+            parent = (parent.get("properties") or {}).get(key)
+            if parent is None or parent.get("x-not-read"):
+                break
+        if parent is None or parent.get("x-not-read"):
+            continue  # the section is not read: its keys are reported through it
+        node, created = _node_for(view, dotted, section)
+        _apply_measured(node, created, entry, release, section)
+    return view
+
+
+def schema_for(release, schema_dir=None):
+    """The :class:`CufileSchema` of a known release ("1.17", or a full version "1.17.1.22")."""
+    return load_schema(release, schema_dir)
+
+
+def load_schema(version=DEFAULT_VERSION, schema_dir=None):
+    """The :class:`CufileSchema` for ``version`` (cached): the release's own schema file where
+    there is one, else the base (1.15) file, in the view of that release's measurements."""
+    release = release_of(version)
+    if release is None:
+        raise ValueError("no cufile.json schema for libcufile %s (known releases: %s)"
+                         % (version, ", ".join(known_releases())))
+    key = ("view", schema_dir, release)
+    if key not in _CACHE:
+        own = os.path.join(schema_dir or SCHEMA_DIR, "cufile-%s.schema.json" % release)
+        raw = _read_json(own if os.path.isfile(own) else schema_path(BASE_RELEASE, schema_dir))
+        _CACHE[key] = CufileSchema(release_view(raw, release_data(schema_dir), release), release)
+    return _CACHE[key]

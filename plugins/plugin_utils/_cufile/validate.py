@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Validate cufile.json against the collection's schema, the way libcufile 1.15 will read it.
+"""Validate cufile.json against the collection's schema, the way a given libcufile release (1.13-1.20) reads it.
 PRIVATE to the collection. CONTROLLER side: imported by the action plugins and bin/cufile-lint.
 It needs ``jsonschema`` (imported lazily, so importing this file never fails) and the
 ``schemas/`` directory of the collection.
@@ -114,13 +114,29 @@ class _Linter(object):
         schema = self.schema
         if value is None and not in_array:
             return _DROP  # null means "not set" to libcufile
-        since = schema.is_newer(node, self.version)
-        if since:
-            note = node.get("x-since-note")
-            self.add(path, value, "newer-release", "ignored",
-                     "key of a newer libcufile release (read from %s on)" % since, severity="warning",
-                     note=note, fix="remove it or target libcufile >= %s" % since)
+        why = schema.is_newer(node, self.version)
+        if why:
+            fix = "remove it"
+            if why.startswith("added in "):
+                fix += " or target libcufile >= %s" % why[len("added in "):]
+            self.add(path, value, "newer-release" if why.startswith("added in ") else "not-read", "ignored",
+                     "ignored by libcufile %s: %s, so it has no effect there%s" % (
+                         self.version, why, " (%s)" % node["x-since-note"] if node.get("x-since-note") else ""),
+                     severity="warning", raw=True, fix=fix)
             return _DROP
+        if node.get("x-unsettled"):
+            self.add(path, value, "unmeasured", "load_fails",
+                     "libcufile %s reads this key, but refused every value the sweep tried (one of each kind: %s), "
+                     "so its valid values are not known to the validator; check that libcufile loads the file"
+                     % (self.version, ", ".join(node["x-unsettled"])),
+                     severity="warning", raw=True)
+        if json_type(value) in node.get("x-crashes-on", ()):
+            self.add(path, value, "crash", "crashes", "%s is %s %s" % (
+                show(value), "an" if json_type(value)[0] in "aeio" else "a", json_type(value)),
+                fix=("write %d" % int(value)) if node.get("type") == "integer" and isinstance(value, (bool, float))
+                and math.isfinite(value) else None)
+            self.handled.add(tuple(path))
+            return value
         if node.get("x-int-lenient") and isinstance(value, (bool, float)):
             value = self.coerce(value, path)
         low, high = self.schema.raw.get("x-json-integer-range", (None, None))
@@ -255,6 +271,8 @@ class _Linter(object):
             fix = "list client IPv4 addresses"
         elif kw == "minLength":
             problem = "empty string"
+        elif kw == "not":
+            problem = "%s is not allowed for this key" % shown
         else:
             problem = error.message
         self.add(path, value, code, effect, problem, fix=fix, note=note)

@@ -22,6 +22,22 @@ def _validator():
     return lint_text, lint_merged, None
 
 
+def host_release(gds):
+    """(the libcufile release the host's cufile.json is validated for, note or None): the host's
+    detected libcufile version when it is a measured release, else 1.15 with a note saying why."""
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
+        SHIPPED_RELEASE, known_releases, release_of)
+    lib = gds.get("libcufile") or {}
+    version = lib.get("version")
+    release = release_of(version)
+    if release:
+        return release, None
+    if version:
+        return SHIPPED_RELEASE, ("libcufile %s is not a measured release (%s): validated as %s"
+                                 % (version, ", ".join(known_releases()), SHIPPED_RELEASE))
+    return SHIPPED_RELEASE, "libcufile version not detected: validated as %s" % SHIPPED_RELEASE
+
+
 def validate_cufile(gds):
     """Validate the cufile.json texts in ``gds['cufile']['files']`` in place; the texts are
     dropped from the facts (paths and sha256 stay)."""
@@ -38,12 +54,17 @@ def validate_cufile(gds):
         return
     etc_path, etc_text = texts.get("global", ("/etc/cufile.json", None))
     host = {"nvidia_fs": bool((gds.get("nvidia_fs") or {}).get("loaded"))}
+    release, note = host_release(gds)
+    cufile["release"] = release
+    if note:
+        cufile["release_note"] = note
     try:
         if "overlay" in texts:
             env_path, env_text = texts["overlay"]
-            result = lint_merged(etc_text, env_text, etc_source=etc_path, env_source=env_path, host=host)
+            result = lint_merged(etc_text, env_text, etc_source=etc_path, env_source=env_path, host=host,
+                                 version=release)
         elif etc_text is not None:
-            result = lint_text(etc_text, source=etc_path, host=host)
+            result = lint_text(etc_text, source=etc_path, host=host, version=release)
         else:
             cufile.update(valid=True, findings=[], validator="ok",
                           note="no /etc/cufile.json: libcufile uses its built-in defaults")

@@ -188,7 +188,7 @@ def key_cases(b, path, node):
         return
     b.add(0, "key", path, "wrong-type", wrong_value(node))
     valid = valid_value(path, node)
-    parent, _, leaf = path.rpartition(".")
+    parent, _sep, leaf = path.rpartition(".")
     if parent == GBB:  # the two slab arrays are read together: a valid value needs both
         both = dict((k, valid_value(parent + "." + k, {})) for k in ("slab_size_kb", "slab_count"))
         b.add(0, "key", path, "valid", valid, document=nest(parent, both))
@@ -297,7 +297,7 @@ def generate(schema_raw, strings):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     p.add_argument("--schema", default=SCHEMA)
     p.add_argument("--strings", default=STRINGS)
     p.add_argument("--out", default="-")

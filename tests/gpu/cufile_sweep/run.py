@@ -176,7 +176,7 @@ class Sweep(object):
                 self.done += 1
 
     def run(self):
-        threads = [threading.Thread(target=self.worker, daemon=True) for _ in range(self.jobs)]
+        threads = [threading.Thread(target=self.worker, daemon=True) for _job in range(self.jobs)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -185,7 +185,7 @@ class Sweep(object):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     p.add_argument("--libs", required=True)
     p.add_argument("--cases", required=True)
     p.add_argument("--out", required=True)

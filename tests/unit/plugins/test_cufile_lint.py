@@ -114,3 +114,16 @@ def test_works_from_an_installed_collection_layout(tmp_path, bad):
 def test_uses_the_importable_collection_when_there_is_one(bad):
     rc, out, dummy = lint(bad, env={"PYTHONPATH": os.path.join(ROOT, "build", "collections")})
     assert rc == 1 and "denylist" in out
+
+
+def test_libcufile_release_names_what_that_release_ignores(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"block": {"nvme": {"use_pci_p2pdma": true}}, "properties": {"gds_fallback_io": "yes"}}')
+    rc, out, _err = lint("--libcufile", "1.13", str(path))
+    assert rc == 0 and "block: ignored by libcufile 1.13: added in 1.16" in out
+    assert "properties.gds_fallback_io: ignored by libcufile 1.13: added in 1.19" in out
+    rc, out, _err = lint("--libcufile", "1.20.0.107", "--format", "json", str(path))
+    findings = json.loads(out)["files"][0]["findings"]
+    assert rc == 1 and [(f["path"], f["effect"]) for f in findings] == [("properties.gds_fallback_io", "load_fails")]
+    assert "returns 5002" in findings[0]["message"]
+    assert lint("--libcufile", "1.21", str(path))[0] == 2

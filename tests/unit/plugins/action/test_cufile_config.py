@@ -150,7 +150,7 @@ def test_internal_options_and_missing_jsonschema_are_refused(harness, tmp_path, 
 
 def test_unknown_cufile_version_is_refused(harness, tmp_path):
     result = harness.run(path=str(tmp_path / "c.json"), cufile_version="9.9")
-    assert result["failed"] and "available: 1.15" in result["msg"]
+    assert result["failed"] and "9.9" in result["msg"]
 
 
 def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
@@ -164,3 +164,24 @@ def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
     spec["path"]["default"] = "/opt/cufile.json"
     monkeypatch.setattr(_cufile_action, "argument_spec", lambda: spec)
     assert _cufile_action.option({"path": None}, "path") == "/opt/cufile.json"
+
+
+
+
+def test_base_shipped_is_refused_for_a_release_without_a_known_shipped_file(harness, tmp_path):
+    target = tmp_path / "c.json"
+    for args in ({}, {"base": "shipped"}):
+        result = harness.run(path=str(target), cufile_version="1.17", **args)
+        assert result["failed"] and "no shipped file of libcufile 1.17" in result["msg"]
+        assert not target.exists()
+
+
+def test_a_release_view_validates_the_planned_document(harness, tmp_path):
+    target = tmp_path / "c.json"
+    result = harness.run(path=str(target), cufile_version="1.20", base="empty",
+                         settings={"properties": {"gds_fallback_io": 1}})
+    assert result["failed"] and "libcufile 1.20 refuses" in result["msg"] and "5002" in result["msg"]
+    assert not target.exists()
+    ok = harness.run(path=str(target), cufile_version="1.13", base="empty",
+                     settings={"properties": {"gds_fallback_io": 1}})
+    assert not ok.get("failed") and any("ignored by libcufile 1.13: added in 1.19" in w for w in ok.get("warnings", []))
