@@ -40,7 +40,7 @@ class FakeSource(object):
         self.state = state
 
     def list(self, kind):
-        return self.state[kind], "1"
+        return self.state.get(kind, []), "1"
 
     def watch(self, kind, rv, timeout):
         return iter(())
