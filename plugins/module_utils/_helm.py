@@ -152,14 +152,21 @@ def normalize(values):
     return json.loads(json.dumps(values or {}, sort_keys=True, default=str))
 
 
+def _leaves(tree, prefix):
+    if isinstance(tree, dict) and tree:
+        return [leaf for key in sorted(tree, key=str) for leaf in _leaves(tree[key], "%s.%s" % (prefix, key))]
+    return [prefix]
+
+
 def diff_paths(before, after, prefix=""):
-    """Dotted paths whose values differ between two value trees (sorted)."""
+    """Dotted leaf paths whose values differ between two value trees (sorted); a subtree
+    present on one side only is named by its leaves."""
     paths = []
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=str):
             path = "%s.%s" % (prefix, key) if prefix else str(key)
             if key not in before or key not in after:
-                paths.append(path)
+                paths.extend(_leaves(after[key] if key in after else before[key], path))
             else:
                 paths.extend(diff_paths(before[key], after[key], path))
     elif before != after:

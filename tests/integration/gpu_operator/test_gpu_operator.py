@@ -239,7 +239,7 @@ def test_preflight_fails_before_any_change(rig):
     rig.emu.nodes = "gpu-a:ubuntu:22.04:gpu,gpu-c:rocky:9.4:gpu,cpu-0:debian:12"
     rig.emu.start()
     rc, res, out = rig.play(**_base(rig, go_driver={"kernel_module_type": "proprietary"}))
-    assert rc != 0 and "driver.kernelModuleType=proprietary" in res["msg"], out[-4000:]
+    assert rc != 0 and "driver.kernelModuleType: proprietary" in res["msg"], out[-4000:]
     rc, res, out = rig.play(**_base(rig, go_unsupported_os="fail"))
     assert rc != 0 and "gpu-c (rocky 9.4)" in res["msg"] and "nothing was changed" in res["msg"], out[-4000:]
     assert not any(" upgrade " in c for c in res["commands"])

@@ -124,6 +124,12 @@ def test_plan_release_cases():
         True, ["chart version v26.3.1 -> v26.7.0"])
     assert h.plan_release(deployed, values, values, {"name": "other", "version": "v26.3.1"})[1] == [
         "chart gpu-operator -> other"]
+    # a subtree added or removed is named by its leaf paths, not by the subtree
+    rdma = dict(values, driver={"rdma": {"enabled": True, "useHostMofed": True}})
+    assert h.plan_release(deployed, values, rdma, chart)[1] == [
+        "values differ at driver.rdma.enabled, driver.rdma.useHostMofed"]
+    assert h.diff_paths(rdma, values) == ["driver.rdma.enabled", "driver.rdma.useHostMofed"]
+    assert h.diff_paths({"a": {}}, {}) == ["a"]
 
 
 def test_values_diff_and_paths():

@@ -149,7 +149,7 @@ def test_idempotent_and_check_mode_diff():
 def test_preflight_and_value_errors_change_nothing():
     helm = FakeHelm()
     res = run(helm, {"driver": {"kernel_module_type": "proprietary"}})
-    assert res["failed"] and "driver.kernelModuleType=proprietary" in res["msg"]
+    assert res["failed"] and "driver.kernelModuleType: proprietary" in res["msg"]
     assert "upgrade" not in verbs(helm)
     helm = FakeHelm()
     res = run(helm, {"gds": {"version": "2"}, "values": {"gds": {"version": "1"}}})
