@@ -54,7 +54,7 @@ def test_lifecycle(rig):
     assert res["changed"] is True and res["reasons"] == ["values differ at gds.version"]
     assert res["release"]["revision"] == 2
     for name in ("gpu-a", "gpu-b"):
-        assert container(node(res, name), "nvidia-fs-ctr")["image"].endswith(":2.30.1")
+        assert container(node(res, name), "nvidia-fs-ctr")["image"].endswith(":2.30.1-ubuntu22.04")
 
     # check mode + diff of a further change: predicted changed, nothing touched
     before = rig.revisions()
