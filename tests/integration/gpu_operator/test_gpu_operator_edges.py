@@ -53,7 +53,7 @@ def test_nvidiadriver_mode_with_two_node_pools(rig):
     apps = _driver_apps(rig)
     assert sorted(apps) == ["gpu-a", "gpu-b"] and all(a.startswith("nvidia-gpu-driver-ubuntu") for a in apps.values())
     pool = {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": "pool-b"},
-            "spec": {"driverType": "gpu", "image": "driver", "repository": "nvcr.io/nvidia", "version": "595.91.07",
+            "spec": {"default": False, "driverType": "gpu", "image": "driver", "repository": "nvcr.io/nvidia", "version": "595.91.07",
                      "nodeSelector": {"kubernetes.io/hostname": "gpu-b"},
                      "gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native", "image": "nvidia-fs",
                              "version": "2.29.4"}}}
