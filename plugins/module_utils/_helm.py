@@ -113,10 +113,15 @@ def parse_chart_metadata(text):
     return meta
 
 
+def _yaml(value):
+    """A scalar for a message in YAML terms (true, "ten", 5), not Python's repr."""
+    return json.dumps(value, default=str)
+
+
 def parse_duration(value):
     """Seconds from an int or a helm-style duration ('600', '10m', '1h30m', '90s')."""
     if isinstance(value, bool):
-        raise HelmError("wait_timeout must be seconds or a duration like 10m, not %r" % (value,))
+        raise HelmError("wait_timeout must be seconds or a duration like 10m, not %s" % _yaml(value))
     if isinstance(value, int):
         seconds = value
     else:
@@ -126,11 +131,11 @@ def parse_duration(value):
         else:
             match = _DURATION_RE.match(text)
             if not text or not match:
-                raise HelmError("wait_timeout must be seconds or a duration like 10m, not %r" % (value,))
+                raise HelmError("wait_timeout must be seconds or a duration like 10m, not %s" % _yaml(value))
             hours, minutes, secs = (int(g or 0) for g in match.groups())
             seconds = hours * 3600 + minutes * 60 + secs
     if seconds <= 0:
-        raise HelmError("wait_timeout must be positive, not %r" % (value,))
+        raise HelmError("wait_timeout must be positive, not %s" % _yaml(value))
     return seconds
 
 

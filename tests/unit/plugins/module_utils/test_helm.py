@@ -103,6 +103,15 @@ def test_parse_duration_rejects(value):
         h.parse_duration(value)
 
 
+def test_parse_duration_message_in_yaml_terms():
+    with pytest.raises(h.HelmError) as err:
+        h.parse_duration(True)
+    assert str(err.value) == "wait_timeout must be seconds or a duration like 10m, not true"
+    with pytest.raises(h.HelmError) as err:
+        h.parse_duration("ten")
+    assert str(err.value).endswith('not "ten"')
+
+
 def test_merge_values_like_helm():
     base = {"gds": {"enabled": False, "env": [{"name": "A"}]}, "driver": {"version": "1"}}
     over = {"gds": {"enabled": True, "env": []}, "driver": None}
