@@ -236,7 +236,7 @@ class GpuOperatorManager(object):
         history = self._read("reading the release history", helm.history, name, ns, chart["name"])
         current = self._read("reading the release values", helm.get_values, name, ns) if history else {}
         source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
-        nodes = self._kube("listing GPU nodes", source.list, "nodes")[0]
+        nodes = self._kube("listing nodes", source.list, "nodes")[0]
         pre = preflight(desired, nodes, params["unsupported_os"], chart.get("version"))
         for text in pre["warnings"]:
             self.module.warn(text)
