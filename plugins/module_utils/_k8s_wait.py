@@ -340,7 +340,7 @@ class KubeSource(object):
             "clusterpolicies": lambda **kw: custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", **kw),
             "nvidiadrivers": lambda **kw: custom.list_cluster_custom_object("nvidia.com", "v1alpha1", "nvidiadrivers",
                                                                             **kw),
-            "nodes": lambda **kw: core.list_node(**kw),  # all nodes: the unlabelled ones explain a wait
+            "nodes": core.list_node,  # all nodes: the unlabelled ones explain a wait
             "pods": lambda **kw: core.list_namespaced_pod(namespace, label_selector=DRIVER_SELECTOR, **kw),
         }
 

@@ -20,6 +20,7 @@ import time
 import pytest
 from conftest import CHART, CRASH_MESSAGE, REAL_CHART, base, container, node  # pylint: disable=import-error
 
+
 def test_lifecycle(rig):
     """install -> idempotent -> change gds.version -> check mode -> CrashLoopBackOff + rollback -> absent."""
     # install: helm upgrade --install, then ClusterPolicy ready and nvidia-fs-ctr ready on both GPU nodes

@@ -136,8 +136,8 @@ CP_SCHEMA = {"type": "object", "properties": {
         "driver": {"type": "object", "properties": {
             "kernelModuleType": {"type": "string", "enum": ["auto", "open", "proprietary"]},
             "maxUnavailable": {"x-kubernetes-int-or-string": True},
-            "env": {"type": "array", "items": {"type": "object", "required": ["name"],
-                                                 "properties": {"name": {"type": "string"}}}}}}}}}}
+            "env": {"type": "array", "items": {
+                "type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}}}}}}
 
 
 def test_crd_schema_types_required_and_enums():
@@ -177,7 +177,7 @@ def _cluster(nodes, policy_spec, control=None):
 
 
 def _run(ctl, ticks=6):
-    for _ in range(ticks):
+    for _tick in range(ticks):
         for step in (ctl.daemonsets, ctl.kubelet, ctl.gpu_operator):
             step()
 

@@ -93,7 +93,7 @@ def _no_gpu_policy(policies, reason="NoGPUNodes"):
 
 def test_zero_gpu_nodes_is_never_success_while_gds_is_on(healthy):
     """The operator labels GPU nodes itself; until it has, ClusterPolicy may be ready (NoGPUNodes)."""
-    policies, nodes, _ = copy.deepcopy(healthy)
+    policies, nodes = copy.deepcopy(healthy[:2])
     result = kw.evaluate(_no_gpu_policy(policies), _unlabel(nodes), [])
     assert result["ready"] is False and result["nodes"] and not any(n["ready"] for n in result["nodes"])
     assert result["problems"][0] == "no GPU node: no node is labelled nvidia.com/gpu.present=true; " \
