@@ -17,15 +17,26 @@ description:
     O(gds), O(rdma), O(driver)) and the chart name/version are compared with C(helm get values) and
     C(helm history). A release that is not C(deployed) (failed, pending-*) needs action.
   - Values reach helm through one temporary file (mode 0600), never through C(--set) strings.
-  - "Preflight, before anything changes: GDS >= 2.17.5 needs the open kernel module, so the module fails when
-    C(driver.kernelModuleType) is C(proprietary). GPU nodes whose OS (NFD labels) the GPU Operator does not
-    support for GDS are named in a warning, or a failure with O(unsupported_os=fail)."
-  - After helm, with O(wait), it waits until the ClusterPolicy C(status.state) is C(ready) and on every GPU node
-    (label C(nvidia.com/gpu.present=true)) the driver pod's C(nvidia-fs-ctr) container (and C(nvidia-peermem-ctr)
-    with RDMA) is ready and runs the image the ClusterPolicy asks for. helm's own C(--wait) returns before the
-    operator has even created these containers. On timeout it fails and names the nodes, the containers and their
-    waiting reasons (for example C(CrashLoopBackOff) and the last termination message). With
-    O(rollback_on_failure) it then rolls back to the previous revision, or uninstalls a failed first install.
+  - "Preflight, before anything changes, by chart version: GDS needs the operator-managed driver (fails with
+    C(driver.enabled: false)) and is rejected by the operator with C(driver.usePrecompiled: true); GDS >= 2.17.5
+    needs the open kernel module, so the module fails on C(driver.kernelModuleType: proprietary) (charts >=
+    v25.3.0) or C(driver.useOpenKernelModules: false) (older charts; a no-op, only warned about, since v25.3.0).
+    GPU nodes (labelled by the operator, or with an NVIDIA PCI device in their NFD labels) whose OS the GPU
+    Operator does not support for GDS are named in a warning, or a failure with O(unsupported_os=fail)."
+  - After helm, with O(wait), it waits until the ClusterPolicy C(status.state) is C(ready) (not merely because it
+    found no GPU node, reason C(NoGPUNodes)), at least one GPU node exists, and on every GPU node the driver pod's
+    (label C(app.kubernetes.io/component=nvidia-driver), so ClusterPolicy, NVIDIADriver and OpenShift Driver
+    Toolkit pods alike) C(nvidia-fs-ctr) container (and C(nvidia-peermem-ctr) with RDMA) is ready and runs the
+    image asked for. The operator labels GPU nodes itself (C(nvidia.com/gpu.present=true) from NFD's PCI labels),
+    so on a fresh cluster the wait first waits for those labels; without any it fails saying why (no NVIDIA PCI
+    device, NFD missing). helm's own C(--wait) returns before the operator has even created these containers. On
+    timeout it fails and names the nodes, the containers and their waiting reasons (for example
+    C(CrashLoopBackOff) and the last termination message).
+  - "On failure, C(changed) and what is undone follow C(helm history) before and after: a chart that fails to
+    render creates no revision, so nothing is rolled back or uninstalled and C(changed) is false. With
+    O(rollback_on_failure), a revision this run created is rolled back to the previous good one, or a failed first
+    install is uninstalled. helm and the wait share O(wait_timeout); the rollback or uninstall gets at most
+    min(O(wait_timeout), 120 s) more."
 extends_documentation_fragment:
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.ACTIONGROUP_GDS
@@ -158,8 +169,9 @@ options:
     default: 600
   rollback_on_failure:
     description:
-      - When helm fails or GDS is not ready in time after this run changed the release, roll back to the previous
-        deployed revision (C(helm rollback)), or uninstall a failed first install; then fail.
+      - When helm fails or GDS is not ready in time after this run created a release revision, roll back to the
+        previous deployed revision (C(helm rollback)), or uninstall a failed first install; then fail. A release
+        found stuck in C(pending-*) is rolled back too. Nothing is undone when helm created no revision.
     type: bool
     default: true
   unsupported_os:
@@ -167,6 +179,17 @@ options:
     type: str
     choices: [warn, fail]
     default: warn
+  expected_gpu_nodes:
+    description:
+      - How many GPU nodes (label C(nvidia.com/gpu.present=true), written by the operator) must exist and be
+        ready, for example V(64). Without it every node the operator labels, or whose NFD labels show an NVIDIA
+        PCI device, must be ready, and at least one must exist while GDS is enabled.
+    type: int
+  gpu_node_selector:
+    description:
+      - A label selector (V(key=value), V(key!=value), V(key), V(!key), comma-separated) of nodes that must all
+        become GPU nodes with GDS ready, for example V(node-pool=gpu).
+    type: str
 notes:
   - Why not M(kubernetes.core.helm) - its C(changed) ignores C(set_values), it fails on helm 4 (C(helm list --all)),
     and it treats failed releases as absent. See C(docs/gpu_operator.md).
@@ -240,10 +263,11 @@ nodes:
   description:
     - GPU nodes with their OS (NFD labels), whether GDS supports it, and (after a wait) whether the driver pod's
       required containers are ready (C(ready)) and C(nvidia-fs-ctr) is (C(gds_ready)), with container details.
+      C(gpu_labelled) is false for a node with an NVIDIA PCI device the operator has not labelled yet.
   returned: always
   type: list
   elements: dict
-  sample: [{name: gpu-a, os: ubuntu 22.04, os_supported: true, ready: true, gds_ready: true,
+  sample: [{name: gpu-a, os: ubuntu 22.04, os_supported: true, gpu_labelled: true, ready: true, gds_ready: true,
             pod: nvidia-driver-daemonset-x7k2p,
             containers: [{name: nvidia-fs-ctr, ready: true, state: running, reason: "", restart_count: 0,
                           image: nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-ubuntu22.04}]}]

@@ -7,6 +7,12 @@ PRIVATE to the collection.
 Everything that decides lives in pure functions (_k8s.helm.plan_release,
 _k8s.operator_values.preflight, _k8s.wait.evaluate); this class only wires helm, the kubernetes API and the module together,
 so tests can drive it with a fake runner and a fake API source.
+
+Failures tell the truth: ``changed`` and any rollback / uninstall follow what ``helm history``
+shows before and after the upgrade (a chart that fails to render creates no revision: nothing
+was changed, nothing is undone). Time: helm and the readiness wait share ``wait_timeout``; a
+rollback or uninstall after a failure gets ``min(wait_timeout, FAILURE_MARGIN)`` more, so a
+run ends within ``wait_timeout`` plus that margin (plus the seconds of read-only helm calls).
 """
 
 from __future__ import annotations
@@ -61,11 +67,15 @@ def argument_spec():
         wait_timeout=dict(type="raw", default=600),
         rollback_on_failure=dict(type="bool", default=True),
         unsupported_os=dict(type="str", choices=["warn", "fail"], default="warn"),
+        expected_gpu_nodes=dict(type="int"),
+        gpu_node_selector=dict(type="str"),
     )
 
 
 REQUIRED_IF = [("state", "present", ["chart_ref"])]
 MUTUALLY_EXCLUSIVE = [("kubeconfig", "kubeconfig_content")]
+
+FAILURE_MARGIN = 120  # seconds a rollback / uninstall after a failure may add to wait_timeout
 
 
 class ModuleFailure(Exception):
@@ -90,6 +100,11 @@ def release_info(name, namespace, history):
     return {"name": name, "namespace": namespace, "revision": latest["revision"], "chart": latest["chart"],
             "chart_version": latest["chart_version"], "app_version": latest["app_version"],
             "status": latest["status"], "description": latest["description"], "updated": latest["updated"]}
+
+
+def latest_revision(history):
+    """(revision, status) of the newest revision, None when there is no release."""
+    return (history[-1]["revision"], history[-1]["status"]) if history else None
 
 
 def merge_node_reports(preflight_nodes, wait_nodes):
@@ -192,6 +207,7 @@ class GpuOperatorManager(object):
     def run(self):
         params = self.params
         timeout = self._timeout()
+        self.expect = self._expectation()
         kubeconfig = self._kubeconfig()
         helm = Helm(self.runner, params["helm_binary"], kubeconfig, params.get("context"))
         self.helm = helm
@@ -211,6 +227,20 @@ class GpuOperatorManager(object):
         except HelmError as exc:
             raise ModuleFailure(str(exc))
 
+    def _expectation(self):
+        """{count, selector} from expected_gpu_nodes / gpu_node_selector (checked up front)."""
+        count, text = self.params.get("expected_gpu_nodes"), self.params.get("gpu_node_selector")
+        if count is not None and count < 1:
+            raise ModuleFailure("expected_gpu_nodes must be at least 1, not %d" % count)
+        try:
+            selector = kw.parse_selector(text) if text else None
+        except ValueError as exc:
+            raise ModuleFailure("gpu_node_selector: %s" % exc)
+        return {"count": count, "selector": selector}
+
+    def _remaining(self, deadline):
+        return max(1, int(round(deadline - self.clock())))
+
     def _absent(self, helm, timeout):
         name, ns = self.params["release_name"], self.params["release_namespace"]
         history = self._read("reading the release history", helm.history, name, ns)
@@ -229,7 +259,7 @@ class GpuOperatorManager(object):
             ["release is installed"] if installed else []), cluster_policy={}, nodes=[])
 
     def _present(self, helm, kubeconfig, timeout):
-        params, started = self.params, self.clock()
+        params, deadline = self.params, self.clock() + timeout
         name, ns = params["release_name"], params["release_namespace"]
         if not params.get("chart_ref"):
             raise ModuleFailure("chart_ref is required with state=present")
@@ -242,8 +272,8 @@ class GpuOperatorManager(object):
         history = self._read("reading the release history", helm.history, name, ns, chart["name"])
         current = self._read("reading the release values", helm.get_values, name, ns) if history else {}
         source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
-        nodes = self._kube("listing GPU nodes", source.list, "nodes")[0]
-        pre = preflight(desired, nodes, params["unsupported_os"])
+        nodes = self._kube("listing nodes", source.list, "nodes")[0]
+        pre = preflight(desired, nodes, params["unsupported_os"], chart.get("version"))
         for text in pre["warnings"]:
             self.module.warn(text)
         if pre["errors"]:
@@ -256,30 +286,39 @@ class GpuOperatorManager(object):
             self.result["diff"] = values_diff(name, current if history else {}, desired, before_chart,
                                               "%s-%s" % (chart["name"], chart["version"]), _yaml_dump)
         if self.module.check_mode:
-            evaluation = self._kube("reading GDS readiness", kw.Waiter(source).snapshot) if history else {}
+            evaluation = self._kube("reading GDS readiness", kw.Waiter(source, expect=self.expect).snapshot) \
+                if history else {}
             return self._finish(helm, history, desired, pre, evaluation)
         if needed:
             values_file = self._tmp_file(json.dumps(desired, indent=2, sort_keys=True), ".values.yaml")
             res = helm.upgrade(name, ns, params["chart_ref"], values_file, repo_url=params.get("chart_repo_url"),
                                version=params.get("chart_version"), create_namespace=params["create_namespace"],
-                               wait=params["wait"], timeout=timeout)
+                               wait=params["wait"], timeout=self._remaining(deadline))
             if res.rc != 0:
                 # helm 4's --wait=watcher also waits for the ClusterPolicy's Ready condition, so a
                 # crash-looping nvidia-fs-ctr can surface as a helm timeout: say what is not ready.
                 msg = "helm upgrade failed: %s" % (tail(res.stderr) or tail(res.stdout))
                 evaluation = self._snapshot(source)
-                if evaluation.get("problems"):
+                if evaluation.get("problems") and latest_revision(self._history_now(helm, history)) != \
+                        latest_revision(history):
                     msg += "; not ready: " + "; ".join(evaluation["problems"])
                 self._failed(helm, history, msg, timeout, pre, evaluation, rc=res.rc, stderr=res.stderr)
         evaluation = {}
         if params["wait"]:
-            remaining = max(1.0, timeout - (self.clock() - started))
-            evaluation = self._kube("waiting for GDS", kw.Waiter(source).wait, remaining)
+            waiter = kw.Waiter(source, expect=self.expect)
+            evaluation = self._kube("waiting for GDS", waiter.wait, max(1.0, deadline - self.clock()))
             if not evaluation["ready"]:
                 msg = kw.failure_message(evaluation, timeout)
-                self._failed(helm, history if needed else None, msg, timeout, pre, evaluation)
+                self._failed(helm, history, msg, timeout, pre, evaluation, ran_helm=needed)
         after = self._read("reading the release history", helm.history, name, ns, chart["name"])
+        self.result["changed"] = latest_revision(after) != latest_revision(history)
         return self._finish(helm, after, desired, pre, evaluation)
+
+    def _history_now(self, helm, fallback):
+        try:
+            return helm.history(self.params["release_name"], self.params["release_namespace"])
+        except (CommandError, HelmError):
+            return fallback
 
     def _finish(self, helm, history, desired, pre, evaluation):
         params = self.params
@@ -287,30 +326,36 @@ class GpuOperatorManager(object):
                             values=desired, cluster_policy=(evaluation or {}).get("cluster_policy", {}),
                             nodes=merge_node_reports(pre["nodes"], (evaluation or {}).get("nodes")))
 
-    def _failed(self, helm, history, msg, timeout, pre, evaluation, **extra):
-        """Fail; with rollback_on_failure and a change made (``history`` not None), undo it first."""
+    def _failed(self, helm, before, msg, timeout, pre, evaluation, ran_helm=True, **extra):
+        """Fail. ``before``: the release history before this run. Only when helm history shows a
+        revision this run created (or a release stuck in pending-* before it) is anything undone
+        (with rollback_on_failure): a rollback to the previous good revision, or the uninstall of
+        a failed first install; ``changed`` is whether the history changed."""
         name, ns = self.params["release_name"], self.params["release_namespace"]
+        margin = min(timeout, FAILURE_MARGIN)
         rolled_back = None
-        if self.params["rollback_on_failure"] and history is not None:
-            previous = previous_good_revision(history)
-            if previous is not None:
-                res = helm.rollback(name, ns, previous, wait=self.params["wait"], timeout=timeout)
-                msg += ("; rolled back to revision %d" % previous if res.rc == 0 else
-                        "; rollback to revision %d FAILED: %s" % (previous, tail(res.stderr)))
-                rolled_back = previous if res.rc == 0 else None
-            else:
-                res = helm.uninstall(name, ns, wait=self.params["wait"], timeout=timeout)
-                msg += ("; first install failed, release uninstalled" if res.rc == 0 else
-                        "; uninstall after the failed install FAILED: %s" % tail(res.stderr))
-        elif history is None:
-            msg += " (nothing was changed by this run, so nothing was rolled back)"
-        try:
-            after = helm.history(name, ns)
-        except CommandError:
-            after = history or []
-        raise ModuleFailure(msg, changed=history is not None, rolled_back_to=rolled_back,
+        after = self._history_now(helm, before)
+        created = latest_revision(after) != latest_revision(before)
+        stuck = bool(before) and before[-1]["status"].startswith("pending")
+        previous = previous_good_revision(before)
+        if not created and not stuck:
+            msg += ("; helm created no revision, nothing was changed (nothing to roll back)" if ran_helm else
+                    " (nothing was changed by this run, so nothing was rolled back)")
+        elif not self.params["rollback_on_failure"]:
+            msg += "; the failed revision stays (rollback_on_failure is false)"
+        elif previous is not None:
+            res = helm.rollback(name, ns, previous, wait=self.params["wait"], timeout=margin)
+            msg += ("; rolled back to revision %d" % previous if res.rc == 0 else
+                    "; rollback to revision %d FAILED: %s" % (previous, tail(res.stderr)))
+            rolled_back = previous if res.rc == 0 else None
+        elif after and after[-1]["status"] != "uninstalled":
+            res = helm.uninstall(name, ns, wait=self.params["wait"], timeout=margin)
+            msg += ("; first install failed, release uninstalled" if res.rc == 0 else
+                    "; uninstall after the failed install FAILED: %s" % tail(res.stderr))
+        final = self._history_now(helm, after) if rolled_back is not None or created or stuck else after
+        raise ModuleFailure(msg, changed=latest_revision(final) != latest_revision(before), rolled_back_to=rolled_back,
                             reasons=self.result.get("reasons", []),
-                            release=release_info(name, ns, after), commands=list(helm.commands),
+                            release=release_info(name, ns, final), commands=list(helm.commands),
                             cluster_policy=(evaluation or {}).get("cluster_policy", {}),
                             nodes=merge_node_reports(pre["nodes"], (evaluation or {}).get("nodes")),
                             helm_version=helm.version or "", **extra)

@@ -113,10 +113,15 @@ def parse_chart_metadata(text):
     return meta
 
 
+def _yaml(value):
+    """A scalar for a message in YAML terms (true, "ten", 5), not Python's repr."""
+    return json.dumps(value, default=str)
+
+
 def parse_duration(value):
     """Seconds from an int or a helm-style duration ('600', '10m', '1h30m', '90s')."""
     if isinstance(value, bool):
-        raise HelmError("wait_timeout must be seconds or a duration like 10m, not %r" % (value,))
+        raise HelmError("wait_timeout must be seconds or a duration like 10m, not %s" % _yaml(value))
     if isinstance(value, int):
         seconds = value
     else:
@@ -126,11 +131,11 @@ def parse_duration(value):
         else:
             match = _DURATION_RE.match(text)
             if not text or not match:
-                raise HelmError("wait_timeout must be seconds or a duration like 10m, not %r" % (value,))
+                raise HelmError("wait_timeout must be seconds or a duration like 10m, not %s" % _yaml(value))
             hours, minutes, secs = (int(g or 0) for g in match.groups())
             seconds = hours * 3600 + minutes * 60 + secs
     if seconds <= 0:
-        raise HelmError("wait_timeout must be positive, not %r" % (value,))
+        raise HelmError("wait_timeout must be positive, not %s" % _yaml(value))
     return seconds
 
 
@@ -152,14 +157,21 @@ def normalize(values):
     return json.loads(json.dumps(values or {}, sort_keys=True, default=str))
 
 
+def _leaves(tree, prefix):
+    if isinstance(tree, dict) and tree:
+        return [leaf for key in sorted(tree, key=str) for leaf in _leaves(tree[key], "%s.%s" % (prefix, key))]
+    return [prefix]
+
+
 def diff_paths(before, after, prefix=""):
-    """Dotted paths whose values differ between two value trees (sorted)."""
+    """Dotted leaf paths whose values differ between two value trees (sorted); a subtree
+    present on one side only is named by its leaves."""
     paths = []
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=str):
             path = "%s.%s" % (prefix, key) if prefix else str(key)
             if key not in before or key not in after:
-                paths.append(path)
+                paths.extend(_leaves(after[key] if key in after else before[key], path))
             else:
                 paths.extend(diff_paths(before[key], after[key], path))
     elif before != after:

@@ -7,20 +7,31 @@
   chart's value paths (gpu-operator ``deployments/gpu-operator/values.yaml``).
 - :func:`desired_values` merges values files, ``values`` and those options like helm does,
   refusing an option that contradicts ``values`` (naming both).
-- :func:`preflight` checks what would break GDS before helm runs: GDS >= 2.17.5 needs the
-  open kernel module; the GPU Operator ships nvidia-fs only for Ubuntu 22.04/24.04 and
-  RHCOS (OpenShift) (gpu-operator #2416, #2911: GDS on another OS breaks validation of every
-  GPU operand on the node).
+- :func:`preflight` checks what would break GDS before helm runs, by chart version: GDS needs
+  the operator-managed driver (``driver.enabled``) and is rejected with a precompiled one;
+  GDS >= 2.17.5 needs the open kernel module, chosen by ``driver.kernelModuleType`` since
+  chart v25.3.0 (``driver.useOpenKernelModules`` is a no-op there) and by
+  ``useOpenKernelModules`` before; the GPU Operator ships nvidia-fs only for Ubuntu
+  22.04/24.04 and RHCOS (OpenShift) (gpu-operator #2416, #2911: GDS on another OS breaks
+  validation of every GPU operand on the node). GPU nodes are those the operator labels or
+  will label (NFD's NVIDIA PCI label), so a fresh cluster is checked too.
+
+Messages name values in YAML terms (``gds.enabled: true``, ``"false"`` for a string).
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import merge_values
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait import gpu_nodes, node_os, os_text
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait import gpu_candidates, node_os, os_text
 
 OPEN_MODULE_MIN_GDS = (2, 17, 5)
+# chart v25.3.0 added driver.kernelModuleType and made driver.useOpenKernelModules a no-op
+KERNEL_MODULE_TYPE_CHART = (25, 3, 0)
+_YAML_SPECIAL = re.compile(r"^(?:y|n|yes|no|true|false|on|off|null|~|[-+]?(?:\d[\d_]*)?\.?\d+(?:[eE][-+]?\d+)?"
+                           r"|0x[0-9a-fA-F]+|0o?[0-7]+|[-+]?\.(?:inf|nan))$", re.IGNORECASE)
 # NFD os_release ID -> supported VERSION_IDs (None: any)
 GDS_SUPPORTED_OS = {"ubuntu": ("22.04", "24.04"), "rhcos": None}
 
@@ -57,6 +68,22 @@ def _set(tree, path, value):
     node[path[-1]] = value
 
 
+def yaml_scalar(value):
+    """A scalar as YAML writes it: true, null, 2, 2.29.4, "false" (a string that would read as
+    something else is quoted)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return str(value)
+    text = str(value)
+    if not text or _YAML_SPECIAL.match(text) or text != text.strip() or text[0] in "!&*{}[]|>'\"%@`#,?:-" \
+            or ": " in text or " #" in text:
+        return json.dumps(text)
+    return text
+
+
 def option_values(options):
     """{'gds': {...}, 'rdma': {...}, 'driver': {...}} (None = not set) -> (values tree, sources)."""
     tree, sources = {}, {}
@@ -90,8 +117,8 @@ def desired_values(files, values, options):
         have, found = _get(merged, value_path)
         want = _get(opts, value_path)[0]
         if found and have is not None and str(have).lower() != str(want).lower():
-            raise ValuesError("option %s=%r contradicts values %s=%r; set it in one place only"
-                              % (option, want, ".".join(value_path), have))
+            raise ValuesError("option %s: %s contradicts values %s: %s; set it in one place only"
+                              % (option, yaml_scalar(want), ".".join(value_path), yaml_scalar(have)))
     result = merge_values(merged, opts)
     if _get(result, ("gds", "enabled"))[0] is None:
         _set(result, ("gds", "enabled"), True)  # the module's default, unlike the chart's
@@ -125,31 +152,71 @@ def os_supported(os_info):
     return versions is None or (os_info.get("version_id") or "") in versions
 
 
-def preflight(values, nodes, unsupported_os="warn"):
-    """Check ``values`` (desired, merged) against the cluster's ``nodes`` (JSON).
+def parse_chart_version(text):
+    """'v26.7.0' / '26.7.0-test.1' -> (26, 7, 0); None for a development build ('v1.0.0-devel'
+    from a git checkout) or anything unparseable: treated as the newest chart."""
+    parsed = parse_gds_version(text)
+    return parsed if parsed and parsed[0] >= 20 else None
+
+
+def _flag(values, path):
+    value, found = _get(values, path)
+    return None if not found or value is None else _truthy(value)
+
+
+def _module_type_checks(values, version, chart_version):
+    """(errors, warnings) about the kernel module flavour, as the chart in use reads it."""
+    errors, warnings = [], []
+    parsed = parse_gds_version(version) if version else None
+    needs_open = parsed is None or parsed >= OPEN_MODULE_MIN_GDS
+    chart = parse_chart_version(chart_version)
+    new_chart = chart is None or chart >= KERNEL_MODULE_TYPE_CHART
+    chart_text = chart_version or "(version unknown)"
+    module_type = _get(values, ("driver", "kernelModuleType"))[0]
+    use_open = _flag(values, ("driver", "useOpenKernelModules"))
+    gds_text = version or "(chart default, >= 2.17.5)"
+    if new_chart:
+        if use_open is not None:
+            warnings.append("driver.useOpenKernelModules is a no-op in chart %s (since v25.3.0 "
+                            "driver.kernelModuleType decides); it is ignored" % chart_text)
+        if needs_open and module_type is not None and str(module_type).lower() == "proprietary":
+            errors.append("GDS %s needs the open NVIDIA kernel module but driver.kernelModuleType: proprietary; "
+                          "use driver.kernel_module_type: open (or auto)" % gds_text)
+    else:
+        if module_type is not None:
+            warnings.append("driver.kernelModuleType is not read by chart %s (added in v25.3.0); "
+                            "driver.useOpenKernelModules decides" % chart_text)
+        if needs_open and use_open is False:
+            errors.append("GDS %s needs the open NVIDIA kernel module but driver.useOpenKernelModules: false "
+                          "(chart %s honours it); set driver.useOpenKernelModules: true" % (gds_text, chart_text))
+    return errors, warnings
+
+
+def preflight(values, nodes, unsupported_os="warn", chart_version=None):
+    """Check ``values`` (desired, merged) against the cluster's ``nodes`` (JSON, all nodes) and
+    the chart version (``helm show chart``) that will read them.
 
     Returns {errors: [...], warnings: [...], nodes: [{name, os, os_supported}]}. Nothing is
     checked when GDS is disabled.
     """
     errors, warnings, reports = [], [], []
     enabled, version = gds_settings(values)
-    for node in gpu_nodes(nodes):
+    for node in gpu_candidates(nodes):
         info = node_os(node)
         reports.append({"name": node["metadata"]["name"], "os": os_text(info),
                         "os_supported": os_supported(info) if info.get("id") else None})
     if not enabled:
         return {"errors": errors, "warnings": warnings, "nodes": reports}
-    parsed = parse_gds_version(version) if version else None
-    needs_open = parsed is None or parsed >= OPEN_MODULE_MIN_GDS
-    module_type, found = _get(values, ("driver", "kernelModuleType"))
-    use_open, use_open_found = _get(values, ("driver", "useOpenKernelModules"))
-    proprietary = str(module_type).lower() == "proprietary" if found and module_type is not None else (
-        use_open_found and use_open is not None and not _truthy(use_open))
-    if needs_open and proprietary:
-        source = ("driver.kernelModuleType=proprietary" if found and module_type is not None
-                  else "driver.useOpenKernelModules=false")
-        errors.append("GDS %s needs the open NVIDIA kernel module but %s; use driver.kernel_module_type=open "
-                      "(or auto)" % (version or "(chart default, >= 2.17.5)", source))
+    if _flag(values, ("driver", "enabled")) is False:
+        errors.append("GDS needs the driver the GPU Operator manages, but driver.enabled: false: the operator then "
+                      "runs no driver stage and nvidia-fs-ctr never starts; set driver.enabled: true (or "
+                      "gds.enabled: false and GDS installed on the hosts)")
+    if _flag(values, ("driver", "usePrecompiled")):
+        errors.append("the GPU Operator rejects GDS with a precompiled driver (driver.usePrecompiled: true); "
+                      "set driver.usePrecompiled: false")
+    more_errors, more_warnings = _module_type_checks(values, version, chart_version)
+    errors.extend(more_errors)
+    warnings.extend(more_warnings)
     unknown = [r["name"] for r in reports if r["os_supported"] is None]
     bad = ["%s (%s)" % (r["name"], r["os"]) for r in reports if r["os_supported"] is False]
     if unknown:

@@ -43,8 +43,13 @@ def test_desired_values_merge_order_and_gds_default():
 
 
 def test_desired_values_conflict_names_both():
-    with pytest.raises(g.ValuesError, match=r"option gds.version='2.30.1' contradicts values gds.version='2.29.4'"):
+    with pytest.raises(g.ValuesError, match=r"option gds.version: 2.30.1 contradicts values gds.version: 2.29.4"):
         g.desired_values([], {"gds": {"version": "2.29.4"}}, {"gds": {"version": "2.30.1"}})
+    # YAML terms, never Python reprs (True, 'false')
+    with pytest.raises(g.ValuesError) as err:
+        g.desired_values([], {"gds": {"enabled": "false"}}, {"gds": {"enabled": True}})
+    assert str(err.value) == 'option gds.enabled: true contradicts values gds.enabled: "false"; set it in one place only'
+
     # the same value in both places is fine
     assert g.desired_values([], {"gds": {"enabled": "true"}}, {"gds": {"enabled": True}})["gds"]["enabled"] is True
 
@@ -64,12 +69,65 @@ def test_preflight_supported_cluster(nodes):
 
 
 @pytest.mark.parametrize("driver,needle", [
-    ({"kernelModuleType": "proprietary"}, "driver.kernelModuleType=proprietary"),
-    ({"useOpenKernelModules": False}, "driver.useOpenKernelModules=false"),
+    ({"kernelModuleType": "proprietary"}, "driver.kernelModuleType: proprietary"),
 ])
 def test_preflight_proprietary_module(nodes, driver, needle):
     result = g.preflight({"gds": {"enabled": True, "version": "2.29.4"}, "driver": driver}, nodes)
     assert len(result["errors"]) == 1 and needle in result["errors"][0] and "2.29.4" in result["errors"][0]
+
+
+@pytest.mark.parametrize("chart_version,error", [
+    ("v24.9.2", "driver.useOpenKernelModules: false (chart v24.9.2 honours it)"),
+    ("v26.7.0", None), ("25.3.0", None), ("v1.0.0-devel", None),
+])
+def test_preflight_use_open_kernel_modules_by_chart_version(nodes, chart_version, error):
+    """useOpenKernelModules is a no-op since chart v25.3.0 (kernelModuleType decides)."""
+    values = {"gds": {"enabled": True, "version": "2.29.4"}, "driver": {"useOpenKernelModules": False}}
+    result = g.preflight(values, nodes, chart_version=chart_version)
+    if error:
+        assert len(result["errors"]) == 1 and error in result["errors"][0]
+    else:
+        assert result["errors"] == []
+        assert any("driver.useOpenKernelModules is a no-op in chart %s" % chart_version in w
+                   for w in result["warnings"])
+
+
+def test_preflight_kernel_module_type_ignored_by_old_charts(nodes):
+    result = g.preflight({"gds": {"enabled": True}, "driver": {"kernelModuleType": "proprietary"}}, nodes,
+                         chart_version="v24.9.2")
+    assert result["errors"] == [] and any("driver.kernelModuleType is not read by chart v24.9.2" in w
+                                          for w in result["warnings"])
+
+
+@pytest.mark.parametrize("driver,needle", [
+    ({"enabled": False}, "driver.enabled: false"),
+    ({"enabled": "false"}, "driver.enabled: false"),
+    ({"usePrecompiled": True}, "driver.usePrecompiled: true"),
+])
+def test_preflight_refuses_what_cannot_work(nodes, driver, needle):
+    result = g.preflight({"gds": {"enabled": True}, "driver": driver}, nodes, chart_version="v26.7.0")
+    assert len(result["errors"]) == 1 and needle in result["errors"][0]
+    assert g.preflight({"gds": {"enabled": False}, "driver": driver}, nodes)["errors"] == []
+
+
+def test_preflight_sees_gpu_nodes_the_operator_has_not_labelled_yet(nodes):
+    """A fresh cluster: only NFD's PCI label says which nodes are GPU nodes."""
+    fresh = copy.deepcopy(nodes) + [{"metadata": {"name": "gpu-c", "labels": {
+        "feature.node.kubernetes.io/pci-10de.present": "true",
+        "feature.node.kubernetes.io/system-os_release.ID": "rocky",
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID": "9.4"}}}]
+    for node in fresh[:2]:
+        del node["metadata"]["labels"]["nvidia.com/gpu.present"]
+        node["metadata"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] = "true"
+    result = g.preflight({"gds": {"enabled": True}}, fresh, "fail")
+    assert [n["name"] for n in result["nodes"]] == ["gpu-a", "gpu-b", "gpu-c"]
+    assert len(result["errors"]) == 1 and "gpu-c (rocky 9.4)" in result["errors"][0]
+
+
+@pytest.mark.parametrize("value,text", [(True, "true"), (False, "false"), ("false", '"false"'), (None, "null"),
+                                        ("2.29.4", "2.29.4"), (2, "2"), ("open", "open"), ("1.5", '"1.5"')])
+def test_yaml_scalar(value, text):
+    assert g.yaml_scalar(value) == text
 
 
 @pytest.mark.parametrize("values", [

@@ -103,6 +103,15 @@ def test_parse_duration_rejects(value):
         h.parse_duration(value)
 
 
+def test_parse_duration_message_in_yaml_terms():
+    with pytest.raises(h.HelmError) as err:
+        h.parse_duration(True)
+    assert str(err.value) == "wait_timeout must be seconds or a duration like 10m, not true"
+    with pytest.raises(h.HelmError) as err:
+        h.parse_duration("ten")
+    assert str(err.value).endswith('not "ten"')
+
+
 def test_merge_values_like_helm():
     base = {"gds": {"enabled": False, "env": [{"name": "A"}]}, "driver": {"version": "1"}}
     over = {"gds": {"enabled": True, "env": []}, "driver": None}
@@ -124,6 +133,12 @@ def test_plan_release_cases():
         True, ["chart version v26.3.1 -> v26.7.0"])
     assert h.plan_release(deployed, values, values, {"name": "other", "version": "v26.3.1"})[1] == [
         "chart gpu-operator -> other"]
+    # a subtree added or removed is named by its leaf paths, not by the subtree
+    rdma = dict(values, driver={"rdma": {"enabled": True, "useHostMofed": True}})
+    assert h.plan_release(deployed, values, rdma, chart)[1] == [
+        "values differ at driver.rdma.enabled, driver.rdma.useHostMofed"]
+    assert h.diff_paths(rdma, values) == ["driver.rdma.enabled", "driver.rdma.useHostMofed"]
+    assert h.diff_paths({"a": {}}, {}) == ["a"]
 
 
 def test_values_diff_and_paths():

@@ -71,9 +71,104 @@ def test_missing_pod_deleting_pod_and_missing_policy(healthy):
     pods[0]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     result = kw.evaluate(policies, nodes, pods)
     node = pods[0]["spec"]["nodeName"]
-    assert "%s: no nvidia-driver-daemonset pod yet" % node in result["problems"]
+    assert "%s: no driver pod (app.kubernetes.io/component=nvidia-driver) yet" % node in result["problems"]
     result = kw.evaluate([], nodes, [])
     assert result["problems"][0] == "no ClusterPolicy exists yet" and result["cluster_policy"] == {}
+    # without a ClusterPolicy nothing is known to be required: no node may look ready
+    assert [(n["ready"], n["gds_ready"]) for n in result["nodes"]] == [(False, False), (False, False)]
+
+
+def _unlabel(nodes, pci=True):
+    for node in nodes:
+        node["metadata"]["labels"].pop("nvidia.com/gpu.present")
+        if pci:
+            node["metadata"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] = "true"
+    return nodes
+
+
+def _no_gpu_policy(policies, reason="NoGPUNodes"):
+    policies[0]["status"]["conditions"][0]["reason"] = reason
+    return policies
+
+
+def test_zero_gpu_nodes_is_never_success_while_gds_is_on(healthy):
+    """The operator labels GPU nodes itself; until it has, ClusterPolicy may be ready (NoGPUNodes)."""
+    policies, nodes = copy.deepcopy(healthy[:2])
+    result = kw.evaluate(_no_gpu_policy(policies), _unlabel(nodes), [])
+    assert result["ready"] is False and result["nodes"] and not any(n["ready"] for n in result["nodes"])
+    assert result["problems"][0] == "no GPU node: no node is labelled nvidia.com/gpu.present=true; " \
+        "ClusterPolicy reports NoGPUNodes"
+    assert "gpu-a: NVIDIA PCI device (NFD) but not labelled nvidia.com/gpu.present=true by the operator yet" \
+        in result["problems"]
+    no_pci = kw.evaluate(policies, _unlabel(copy.deepcopy(healthy[1]), pci=False), [])
+    assert no_pci["ready"] is False and no_pci["nodes"] == []
+    assert "no node has an NVIDIA PCI device (NFD label feature.node.kubernetes.io/pci-10de.present=true)" \
+        in no_pci["problems"][0]
+    bare = copy.deepcopy(healthy[1])
+    for node in bare:
+        node["metadata"]["labels"] = {"kubernetes.io/hostname": node["metadata"]["name"]}
+    no_nfd = kw.evaluate(_no_gpu_policy(policies, "NFDLabelsMissing"), bare, [])
+    assert "NFD is missing" in no_nfd["problems"][0] and "NFDLabelsMissing" in no_nfd["problems"][0]
+
+
+def test_every_gpu_node_counts_even_one_not_labelled_yet(healthy):
+    policies, nodes, pods = copy.deepcopy(healthy)
+    nodes.append(copy.deepcopy(nodes[0]))
+    nodes[-1]["metadata"]["name"] = "gpu-c"
+    _unlabel(nodes[-1:])
+    result = kw.evaluate(policies, nodes, pods)
+    assert result["ready"] is False and [n["name"] for n in result["nodes"]] == ["gpu-a", "gpu-b", "gpu-c"]
+    assert result["nodes"][2]["gpu_labelled"] is False and result["nodes"][0]["gds_ready"] is True
+
+
+def test_expected_gpu_node_count_and_selector(healthy):
+    policies, nodes, pods = copy.deepcopy(healthy)
+    assert kw.evaluate(policies, nodes, pods, expect={"count": 2})["ready"]
+    result = kw.evaluate(policies, nodes, pods, expect={"count": 64})
+    assert result["problems"] == ["2 of 64 expected GPU nodes labelled nvidia.com/gpu.present=true"]
+    cpu = copy.deepcopy(nodes[0])
+    cpu["metadata"]["name"] = "cpu-9"
+    cpu["metadata"]["labels"] = {"pool": "gpu"}
+    nodes[0]["metadata"]["labels"]["pool"] = "gpu"
+    result = kw.evaluate(policies, nodes + [cpu], pods, expect={"selector": kw.parse_selector("pool=gpu")})
+    assert result["problems"] == ["cpu-9: selected by gpu_node_selector but not labelled nvidia.com/gpu.present=true"]
+    assert kw.parse_selector("a=b,c!=d,e,!f") == [("a", "=", "b"), ("c", "!=", "d"), ("e", "exists", None),
+                                                  ("f", "!", None)]
+    with pytest.raises(ValueError, match="cannot parse label selector"):
+        kw.parse_selector("a in (b)")
+
+
+def _renamed_pods(pods, app):
+    for pod in pods:
+        pod["metadata"]["labels"]["app"] = app
+    return pods
+
+
+@pytest.mark.parametrize("app", ["nvidia-gpu-driver-ubuntu22.04-7c6d7bd86b",
+                                 "nvidia-driver-daemonset-418.94.202501221327-0"])
+def test_driver_pods_found_in_every_mode(healthy, app):
+    """NVIDIADriver CR pods and OpenShift Driver Toolkit pods: same component label, other app."""
+    policies, nodes, pods = copy.deepcopy(healthy)
+    result = kw.evaluate(policies, nodes, _renamed_pods(pods, app))
+    assert result["ready"] is True and all(n["gds_ready"] for n in result["nodes"])
+
+
+def test_nvidiadriver_mode_takes_gds_from_the_driver_crs(healthy):
+    policies, nodes, pods = copy.deepcopy(healthy)
+    policies[0]["spec"]["driver"]["useNvidiaDriverCRD"] = True
+    policies[0]["spec"]["gds"] = {"enabled": False}
+    pods = _renamed_pods(pods, "nvidia-gpu-driver-ubuntu22.04-7c6d7bd86b")
+    pool = {"spec": {"gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native", "image": "nvidia-fs",
+                             "version": "2.29.4"}}}
+    other = {"spec": {"nodeSelector": {"pool": "b"}, "gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native",
+                                                             "image": "nvidia-fs", "version": "2.30.1"}}}
+    assert kw.required_containers(policies[0], [pool, other]) == ["nvidia-fs-ctr"]
+    result = kw.evaluate(policies, nodes, pods, [pool, other])
+    assert result["ready"] is True
+    for container in pods[0]["spec"]["containers"]:
+        container["image"] = container["image"].replace("2.29.4", "2.28.0")
+    result = kw.evaluate(policies, nodes, pods, [pool, other])
+    assert result["ready"] is False and "or nvcr.io/nvidia/cloud-native/nvidia-fs:2.30.1" in result["problems"][0]
 
 
 def test_rdma_requires_peermem(healthy):
@@ -123,7 +218,7 @@ class FakeSource(object):
         self.lists += 1
         if self.clock is not None:
             self.clock.now += self.step / 3.0
-        return state[kind], "10"
+        return state.get(kind, []), "10"
 
     def watch(self, kind, rv, timeout):
         if kind == "pods" and len(self.states) > 1:

