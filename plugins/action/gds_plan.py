@@ -12,13 +12,16 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
 
 from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTION_ONLY, argument_spec
 from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight, _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import lint_plan, prepare, summarize
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report import slim_facts
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, warm
 
 MODULE = "gpudirect.storage.gds_plan"
@@ -26,18 +29,42 @@ STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "inst
               "reload_required", "nvidia_fs_rebuild_required", "path", "findings", "preflight", "diff")
 
 
-def plan_line(stages, gds):
-    """What the plan found, in one line."""
+def plan_line(stages, converged, gds):
+    """What the plan found, in one line; it says "converged" exactly when ``converged`` is true."""
     would = ["%s (%s)" % (name, ", ".join(s.get("actions") or s.get("reasons") or ["changes"]))
              for name, s in stages.items() if s.get("changed")]
     now = "verified" if gds.get("verified") else ("probe deferred to after the rollout"
                                                   if (gds.get("probe") or {}).get("deferred") else "no I/O")
-    head = "would change: " + "; ".join(would) if would else "converged: no stage would change anything"
+    if not stages:
+        head = "no stage planned (--tags / gds_<stage>_enabled)"
+    elif would:
+        head = "would change: " + "; ".join(would)
+    else:
+        head = "converged: no stage would change anything" if converged else "not converged"
     return "%s; GDS now (%s) %s: %s" % (head, now, gds.get("mode"), gds.get("reason"))
 
 
 def stage_failures(stages):
-    return ["%s: %s" % (name, s.get("msg")) for name, s in stages.items() if s.get("failed")]
+    return ["%s: %s" % (name, _role_vars.inventory_names(name, s.get("msg") or "")) for name, s in stages.items()
+            if s.get("failed")]
+
+
+def verbosity():
+    return Display().verbosity
+
+
+def for_a_person(result):
+    """A failed result as the default output shows it: the reason, the failed stages' messages
+    and the part of the facts the fleet report reads; everything else only with -v."""
+    gds = (result.get("ansible_facts") or {}).get("gds")
+    if gds:
+        result["ansible_facts"] = {"gds": slim_facts(gds) or {}}
+    if result.get("stages"):
+        result["stages"] = dict((name, {"failed": True, "msg": s.get("msg")})
+                                for name, s in result["stages"].items() if s.get("failed"))
+    if result.get("preflight"):
+        result["preflight"] = dict((k, v) for k, v in result["preflight"].items() if k in ("failures", "warnings"))
+    return result
 
 
 class ActionModule(ActionBase):
@@ -49,6 +76,9 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
+        warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
+        if problem:
+            return dict(result, failed=True, msg=problem, warnings=warnings)
         policy = None
         if args["preflight"] is not None:
             spec = dict((k, v) for k, v in preflight_spec().items() if k != "facts")
@@ -81,8 +111,8 @@ class ActionModule(ActionBase):
         validate_cufile(gds)
         converged = bool(out.get("converged")) and not stage_failures(stages)
         result.update(changed=False, stages=stages, converged=converged, ansible_facts=out["ansible_facts"])
-        if out.get("warnings"):
-            result["warnings"] = list(out["warnings"])
+        if out.get("warnings") or warnings:
+            result["warnings"] = warnings + list(out.get("warnings") or [])
         failures = []
         if policy is not None:
             failures += ["preflight: " + f for f in _preflight.record(result, gds, policy)]
@@ -92,10 +122,26 @@ class ActionModule(ActionBase):
             failures.append(unmet)
         if failures:
             result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
-            return result
-        result.update(add_group=args["converged_group"] if converged else args["rollout_group"], parent_groups=["all"],
-                      msg=plan_line(stages, gds))
+            return for_a_person(result) if verbosity() < 1 else result
+        group = args["converged_group"] if converged else args["rollout_group"]
+        if group:
+            result.update(add_group=group, parent_groups=["all"])
+        result["msg"] = plan_line(stages, converged, gds)
         return result
+
+    def _check_variables(self, task_vars, unknown_policy):
+        """(warnings, failure message or None): our variables that nothing reads (typos), and
+        extra-vars-only variables that come from the inventory."""
+        play = self._task.get_play()
+        warnings = _role_vars.misplaced_extra_vars(task_vars, load_extra_vars(self._loader),
+                                                   getattr(play, "vars", None) or {})
+        unknown = _role_vars.unknown_variables(task_vars) if unknown_policy != "ignore" else []
+        if not unknown:
+            return warnings, None
+        message = _role_vars.describe_unknown(unknown)
+        if unknown_policy == "warn":
+            return warnings + [message], None
+        return warnings, message + " - nothing was changed"
 
 
 warm()  # see plugins/action/gds_facts.py

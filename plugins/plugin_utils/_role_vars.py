@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 
 import yaml
 
@@ -123,3 +124,23 @@ def _flow(value):
         except (TypeError, ValueError):
             pass
     return '"%s"' % value
+
+
+def _role_options(role):
+    options = set()
+    for spec in (role_specs().get(role) or {}).values():
+        options.update(spec.get("options") or {})
+    return options
+
+
+def inventory_names(role, text):
+    """``text`` (a stage module's message) with each module option that has a role variable
+    (``<role>_<option>`` in the role's argument spec) named as that variable: a message from the
+    plan then names what the user sets in the inventory. Options without an underscore are
+    renamed only as ``option=value``, where they cannot be an ordinary word."""
+    prefix = role + "_"
+    options = sorted((v[len(prefix):] for v in _role_options(role) if v.startswith(prefix)), key=len, reverse=True)
+    for option in options:
+        tail = r"\b" if "_" in option else r"(?==)"
+        text = re.sub(r"(?<![\w.])%s%s" % (re.escape(option), tail), prefix + option, text)
+    return text
