@@ -68,6 +68,7 @@ demo: venv lab-up
 	@echo
 	@echo "demo: fleet report: $(CURDIR)/reports/gds-fleet.html (also gds-fleet.json, gds-fleet.md)"
 	@echo "demo: the lab stays up for inspection; 'make lab-down' removes it."
+	@echo "demo: to run the README's commands yourself: source .venv/bin/activate (the tools are in .venv/bin)"
 
 # Everything. pytest orchestrates the slow suites too (tests/system), so its summary line is
 # the last thing printed.

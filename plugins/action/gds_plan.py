@@ -12,7 +12,6 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_verdict import unmet_requirement
@@ -21,8 +20,7 @@ from ansible_collections.gpudirect.storage.plugins.modules.gds_plan import ACTIO
 from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils import _preflight, _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile_action import lint_plan, prepare, summarize
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report import slim_facts
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results import shown, validate_cufile, warm
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
@@ -47,24 +45,6 @@ def plan_line(stages, converged, gds):
 def stage_failures(stages):
     return ["%s: %s" % (name, _role_vars.inventory_names(name, s.get("msg") or "")) for name, s in stages.items()
             if s.get("failed")]
-
-
-def verbosity():
-    return Display().verbosity
-
-
-def for_a_person(result):
-    """A failed result as the default output shows it: the reason, the failed stages' messages
-    and the part of the facts the fleet report reads; everything else only with -v."""
-    gds = (result.get("ansible_facts") or {}).get("gds")
-    if gds:
-        result["ansible_facts"] = {"gds": slim_facts(gds) or {}}
-    if result.get("stages"):
-        result["stages"] = dict((name, {"failed": True, "msg": s.get("msg")})
-                                for name, s in result["stages"].items() if s.get("failed"))
-    if result.get("preflight"):
-        result["preflight"] = dict((k, v) for k, v in result["preflight"].items() if k in ("failures", "warnings"))
-    return result
 
 
 class ActionModule(ActionBase):
@@ -122,7 +102,7 @@ class ActionModule(ActionBase):
             failures.append(unmet)
         if failures:
             result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
-            return for_a_person(result) if verbosity() < 1 else result
+            return shown(result)
         group = args["converged_group"] if converged else args["rollout_group"]
         if group:
             result.update(add_group=group, parent_groups=["all"])

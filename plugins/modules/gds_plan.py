@@ -118,7 +118,7 @@ stages:
   type: dict
   sample: {mofed: {changed: false, failed: false, actions: []}, cufile: {changed: true, reasons: [content]}}
 converged:
-  description: Every planned stage succeeded and would change nothing.
+  description: At least one stage was planned, and every planned stage succeeded and would change nothing.
   returned: always
   type: bool
 ansible_facts:
@@ -126,7 +126,9 @@ ansible_facts:
   returned: success
   type: dict
 preflight:
-  description: The failed preflight checks and the warnings.
+  description:
+    - The failed preflight checks and the warnings; C(checks) and C(table), the row of each check
+      (as M(gpudirect.storage.gds_preflight) returns them; a failed host shows them with C(-v)).
   returned: when O(preflight) is set
   type: dict
 msg:

@@ -10,6 +10,31 @@ from __future__ import annotations
 MAX_FINDINGS = 50
 
 
+def verbosity():
+    from ansible.utils.display import Display
+    return Display().verbosity
+
+
+def for_a_person(result):
+    """A failed result as the default output shows it: the reason, the failed stages' messages
+    and the part of the facts the fleet report reads; everything else only with -v."""
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report import slim_facts
+    gds = (result.get("ansible_facts") or {}).get("gds")
+    if gds:
+        result["ansible_facts"] = {"gds": slim_facts(gds) or {}}
+    if result.get("stages"):
+        result["stages"] = dict((name, {"failed": True, "msg": s.get("msg")})
+                                for name, s in result["stages"].items() if s.get("failed"))
+    if result.get("preflight"):
+        result["preflight"] = dict((k, v) for k, v in result["preflight"].items() if k in ("failures", "warnings"))
+    return result
+
+
+def shown(result):
+    """``result`` as the task returns it: a failure sized for a person unless -v."""
+    return for_a_person(result) if result.get("failed") and verbosity() < 1 else result
+
+
 def _validator():
     """(lint_text, lint_merged, None) or (None, None, reason)."""
     try:

@@ -12,7 +12,7 @@ from unittest.mock import patch
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.action import gds_plan as action
-from ansible_collections.gpudirect.storage.plugins.plugin_utils import _role_vars
+from ansible_collections.gpudirect.storage.plugins.plugin_utils import _gds_results, _role_vars
 from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
 from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_plan import module_result
 from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__preflight import facts
@@ -96,7 +96,20 @@ def test_a_failure_prints_the_reason_not_the_facts_dump():
     assert "host" not in gds and gds["mode"] == "compat"  # what the fleet report reads stays
     assert result["stages"] == {"cufile": {"failed": True, "msg": "bad key"}}
     assert "checks" not in result["preflight"]
-    with patch.object(action, "verbosity", return_value=1):
+    with patch.object(_gds_results, "verbosity", return_value=1):
         result, dummy = run_action({"preflight": {}}, out)
     assert result["ansible_facts"]["gds"]["host"]["architecture"] == "ppc64le"
     assert len(result["stages"]["cufile"]["findings"]) == 40
+
+
+def test_gds_preflight_and_gds_facts_failures_print_the_reason_not_the_facts():
+    from ansible_collections.gpudirect.storage.plugins.action import gds_facts as facts_action
+    from ansible_collections.gpudirect.storage.plugins.action import gds_preflight as preflight_action
+    bad = facts(host__architecture="ppc64le")
+    result, dummy = run_with_module_result(preflight_action, "gpudirect.storage.gds_preflight", {},
+                                           {"ansible_facts": {"gds": bad}})
+    assert result["failed"] is True and "host" not in result["ansible_facts"]["gds"]
+    out = {"failed": True, "msg": "GDS verdict compat is weaker than the required gds", "ansible_facts": {"gds": bad}}
+    result, dummy = run_with_module_result(facts_action, "gpudirect.storage.gds_facts", {}, out)
+    assert result["failed"] is True and "host" not in result["ansible_facts"]["gds"]
+    assert result["msg"].startswith("GDS verdict compat is weaker")
