@@ -30,9 +30,10 @@ PLAYBOOK_VARIABLES = {
     "gds_nvidia_fs_enabled": "stage switch", "gds_cufile_enabled": "stage switch",
     "gds_verify_enabled": "stage switch", "gds_report_enabled": "stage switch",
 }
-# Registered by the roles' tasks (results, not settings)
+# Registered or set by the roles' tasks (results, not settings); tests/unit/test_role_vars_registered.py
+# keeps the list complete
 REGISTERED = ("mofed_result", "nvidia_fs_result", "cufile_result", "gpu_operator_result", "gds_report_result",
-              "gds_plan_result", "package_repo_apt_source", "package_repo_dnf_source")
+              "gds_plan_result", "package_repo_apt_source", "package_repo_dnf_source", "gds_reboot_pending")
 # Only a play-level keyword reads them, before any inventory variable exists
 EXTRA_VARS_ONLY = ("gds_serial", "gds_max_fail_percentage", "gds_canary")
 
