@@ -77,7 +77,7 @@ def clone(tmp_path_factory):
     subprocess.run(["touch", "-r", os.path.join(path, ".venv", "bin", ".stamp"),
                     os.path.join(path, "requirements", "controller.txt")], check=True)
     try:
-            rc, out = walk.sh("make venv && make lab-up N=3", activate=False)
+        rc, out = walk.sh("make venv && make lab-up N=3", activate=False)
         assert rc == 0, out[-4000:]
         rc, out = walk.sh("ansible-playbook lab/prepare.yml")
         assert rc == 0, out[-4000:]
