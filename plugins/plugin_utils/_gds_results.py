@@ -16,8 +16,8 @@ def verbosity():
 
 
 def for_a_person(result):
-    """A failed result as the default output shows it: the reason, the failed stages' messages
-    and the part of the facts the fleet report reads; everything else only with -v."""
+    """A failed result as the default output shows it: the reason, the failed stages' messages,
+    the preflight table and the part of the facts the fleet report reads; the rest only with -v."""
     from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report import slim_facts
     gds = (result.get("ansible_facts") or {}).get("gds")
     if gds:
@@ -26,7 +26,8 @@ def for_a_person(result):
         result["stages"] = dict((name, {"failed": True, "msg": s.get("msg")})
                                 for name, s in result["stages"].items() if s.get("failed"))
     if result.get("preflight"):
-        result["preflight"] = dict((k, v) for k, v in result["preflight"].items() if k in ("failures", "warnings"))
+        result["preflight"] = dict((k, v) for k, v in result["preflight"].items()
+                                   if k in ("failures", "warnings", "table"))
     return result
 
 
