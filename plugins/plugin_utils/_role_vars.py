@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import os
 import re
 
@@ -119,7 +120,6 @@ def misplaced_extra_vars(task_vars, extra_vars, play_vars):
 
 def _flow(value):
     if isinstance(value, (list, dict, int, float)) and not isinstance(value, bool):
-        import json
         try:
             return json.dumps(value)
         except (TypeError, ValueError):
