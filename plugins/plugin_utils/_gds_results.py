@@ -21,14 +21,24 @@ def for_a_person(result):
     from ansible_collections.gpudirect.storage.plugins.plugin_utils._fleet_report import slim_facts
     gds = (result.get("ansible_facts") or {}).get("gds")
     if gds:
-        result["ansible_facts"] = {"gds": slim_facts(gds) or {}}
+        slim = slim_facts(gds) or {}
+        if slim.get("reasons") == [slim.get("reason")]:
+            del slim["reasons"]  # the report falls back to [reason]
+        result["ansible_facts"] = {"gds": _without_nulls(slim)}
     if result.get("stages"):
         result["stages"] = dict((name, {"failed": True, "msg": s.get("msg")})
                                 for name, s in result["stages"].items() if s.get("failed"))
     if result.get("preflight"):
-        result["preflight"] = dict((k, v) for k, v in result["preflight"].items()
-                                   if k in ("failures", "warnings", "table"))
+        # the failures are in msg, the warnings printed as warnings: the table says it all
+        result["preflight"] = dict((k, v) for k, v in result["preflight"].items() if k == "table")
     return result
+
+
+def _without_nulls(value):
+    """``value`` without the dict entries that are None (the report reads them with .get)."""
+    if isinstance(value, dict):
+        return dict((k, _without_nulls(v)) for k, v in value.items() if v is not None)
+    return value
 
 
 def shown(result):

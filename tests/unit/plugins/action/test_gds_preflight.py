@@ -48,7 +48,7 @@ def test_failed_checks_fail_the_host_and_keep_the_facts_for_the_report():
     result, dummy = run_action({}, debian)
     assert result["failed"] is True
     assert result["msg"].startswith("preflight failed, nothing was changed: Debian 12 is not a supported GDS host OS")
-    assert "only 10 MiB free on /" in result["msg"] and len(result["preflight"]["failures"]) == 2
+    assert "only 10 MiB free on /" in result["msg"] and len([r for r in result["preflight"]["table"] if r.startswith("failed")]) == 2
     assert result["ansible_facts"]["gds"]["mode"] == "compat"  # what the fleet report reads; the rest with -v
 
 
