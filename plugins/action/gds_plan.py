@@ -125,3 +125,4 @@ class ActionModule(ActionBase):
 
 
 warm()  # see plugins/action/gds_facts.py
+_role_vars.warm()

@@ -145,3 +145,12 @@ def inventory_names(role, text):
         tail = r"\b" if "_" in option else r"(?==)"
         text = re.sub(r"(?<![\w.])%s%s" % (re.escape(option), tail), prefix + option, text)
     return text
+
+
+def warm():
+    """Read the roles' files once in the importing process (the controller's main process, before
+    it forks a worker per host; see plugins/action/gds_facts.py)."""
+    try:
+        known_variables()
+    except Exception:  # pylint: disable=broad-except
+        pass  # read again (and then reported) when a host is checked
