@@ -100,9 +100,9 @@ def describe_unknown(unknown):
     parts = []
     for name, meant in unknown:
         parts.append("%s (did you mean %s?)" % (name, meant) if meant else "%s (no such variable)" % name)
-    return ("unknown variable%s %s: no role of gpudirect.storage reads %s; fix the name in the inventory, or set "
-            "gds_plan_unknown_variables: warn to go on" % ("s" if len(unknown) > 1 else "", ", ".join(parts),
-                                                          "them" if len(unknown) > 1 else "it"))
+    text = "unknown variable%s %s: no role of gpudirect.storage reads %s" % (
+        "s" if len(unknown) > 1 else "", ", ".join(parts), "them" if len(unknown) > 1 else "it")
+    return text + "; fix the name in the inventory, or set gds_plan_unknown_variables: warn to go on"
 
 
 def misplaced_extra_vars(task_vars, extra_vars, play_vars):

@@ -25,8 +25,9 @@ def run_action(args, out=None, task_vars=None, extra_vars=None):
 
 
 def test_a_typo_in_a_role_variable_fails_the_host_with_did_you_mean_before_the_host_is_touched():
-    result, execute = run_action({}, task_vars={"cufile_setings": {"logging": {"level": "ERROR"}}, "gds_hosts": 1,
-                                               "cufile_settings": {}, "lab_repo_url": "x"})
+    host_vars = {"cufile_setings": {"logging": {"level": "ERROR"}}, "gds_hosts": 1, "cufile_settings": {},
+                 "lab_repo_url": "x"}
+    result, execute = run_action({}, task_vars=host_vars)
     assert result["failed"] is True and execute.call_count == 0
     assert "cufile_setings (did you mean cufile_settings?)" in result["msg"]
     assert "gds_plan_unknown_variables: warn" in result["msg"]
@@ -40,8 +41,8 @@ def test_unknown_variables_can_be_warnings():
 
 def test_every_known_variable_passes():
     known = dict((name, None) for name in _role_vars.known_variables())
-    result, dummy = run_action({}, task_vars=known, extra_vars={"gds_serial": 1, "gds_max_fail_percentage": 1,
-                                                                 "gds_canary": "h"})
+    extra_vars = {"gds_serial": 1, "gds_max_fail_percentage": 1, "gds_canary": "h"}
+    result, dummy = run_action({}, task_vars=known, extra_vars=extra_vars)
     assert not result.get("failed") and not result.get("warnings"), result.get("warnings")
 
 
