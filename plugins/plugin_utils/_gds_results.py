@@ -25,9 +25,13 @@ def for_a_person(result):
         if slim.get("reasons") == [slim.get("reason")]:
             del slim["reasons"]  # the report falls back to [reason]
         result["ansible_facts"] = {"gds": _without_nulls(slim)}
-    if result.get("stages"):
-        result["stages"] = dict((name, {"failed": True, "msg": s.get("msg")})
-                                for name, s in result["stages"].items() if s.get("failed"))
+    if "stages" in result:
+        failed = dict((name, {"failed": True, "msg": s.get("msg")}) for name, s in (result["stages"] or {}).items()
+                      if s.get("failed"))
+        if failed:
+            result["stages"] = failed
+        else:
+            del result["stages"]
     if result.get("preflight"):
         # the failures are in msg, the warnings printed as warnings: the table says it all
         result["preflight"] = dict((k, v) for k, v in result["preflight"].items() if k == "table")

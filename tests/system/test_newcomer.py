@@ -178,13 +178,31 @@ def test_4_a_failed_check_names_a_value_that_passes_and_that_value_does(prod):
     assert rc == 0, out[-4000:]
 
 
-def test_5_a_failure_is_sized_for_a_person(prod):
+def failure_blocks(out):
+    """{host: lines of its `fatal: ... FAILED! =>` result} in the default (YAML) output."""
+    blocks, host = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^fatal: \[([^\]]+)\]: FAILED!", line)
+        if m:
+            host = m.group(1)
+            blocks[host] = [line]
+        elif host and (line.startswith(" ") or not line):
+            blocks[host].append(line)
+        else:
+            host = None
+    return blocks
+
+
+def test_5_a_failure_is_sized_for_a_person_and_the_facts_come_with_v(prod):
     append_group_vars(prod, "gds_preflight_min_free_mb: 99999999")
     rc, out = prod.sh(block_with(PREFLIGHT))  # the default (YAML) output a person reads
     assert rc == 2
-    failed = out[out.index("FAILED!"):out.index("PLAY RECAP")]
-    per_host = failed.count("\n") / len(lab_hosts(prod))
-    assert per_host < 40, failed  # the reason, the slim facts, the table; the full facts only with -v
+    blocks = failure_blocks(out)
+    assert sorted(blocks) == sorted(lab_hosts(prod))
+    for host, lines in blocks.items():  # the reason, the table and what the fleet report reads
+        assert len(lines) < 40 and "free_mb" not in "\n".join(lines), "\n".join(lines)
+    rc, out = prod.sh(block_with(PREFLIGHT).strip() + " -v")
+    assert rc == 2 and all("free_mb" in "\n".join(lines) for lines in failure_blocks(out).values())
 
 
 def test_6_gds_serial_in_the_inventory_warns(prod):
