@@ -9,6 +9,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 N ?= 3
 LAB := lab/labctl
+# labctl's lab names are machine-wide: name this checkout's lab after its path, so that a second
+# checkout's `make demo` / `make lab-down` never tears down this one's (hosts <LAB_NAME>-01 ...)
+LAB_NAME ?= lab-$(shell printf %s "$(CURDIR)" | sha256sum | cut -c1-6)
 LAB_INVENTORY := inventories/lab/hosts.yml
 COLLECTION_LINK := build/collections/ansible_collections/gpudirect/storage
 SANITY_ROOT := build/sanity/ansible_collections/gpudirect/storage
@@ -25,7 +28,7 @@ help:
 	@echo "make demo-k8s    playbooks/k8s.yml against the API emulator with N simulated GPU nodes, prints the report"
 	@echo "make test        every test: unit, sanity, lint, lab, molecule, integration (pytest summary last)"
 	@echo "make venv        controller virtualenv from requirements/controller.txt"
-	@echo "make lab-up N=3  bring up N Debian 12 lab hosts; make lab-down tears them down"
+	@echo "make lab-up N=3  bring up N Debian 12 lab hosts ($(LAB_NAME)-01 ...); make lab-down tears them down"
 	@echo "make bench       benchmarks on the lab (N=3 and N=20), ratios in bench/RESULTS.md"
 
 $(BIN)/.stamp: requirements/controller.txt
@@ -47,14 +50,14 @@ aptrepo: venv
 	$(BIN)/python tests/fixtures/aptrepo/build.py --out build/aptrepo tests/fixtures/aptrepo/*.yml
 
 lab-up: deps aptrepo
-	$(LAB) up --name lab --n $(N) --serve build/aptrepo --inventory $(LAB_INVENTORY)
+	$(LAB) up --name $(LAB_NAME) --n $(N) --serve build/aptrepo --inventory $(LAB_INVENTORY)
 
 lab-down:
-	$(LAB) down --name lab
+	$(LAB) down --name $(LAB_NAME)
 	rm -f $(LAB_INVENTORY)
 
 lab-status:
-	$(LAB) status
+	$(LAB) status --name $(LAB_NAME)
 
 demo: venv lab-up
 	$(BIN)/ansible-playbook lab/prepare.yml
@@ -66,6 +69,7 @@ demo: venv lab-up
 	@echo
 	@echo "demo: fleet report: $(CURDIR)/reports/gds-fleet.html (also gds-fleet.json, gds-fleet.md)"
 	@echo "demo: the lab stays up for inspection; 'make lab-down' removes it."
+	@echo "demo: to run the README's commands yourself: source .venv/bin/activate (the tools are in .venv/bin)"
 
 # The Kubernetes path without a cluster: the API emulator, its simulated kubelet REALLY running
 # each probe pod (C stand-ins of libcuda/libcufile), real helm, then the fleet report.

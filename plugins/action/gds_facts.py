@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, verdict_line, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, verdict_line, warm
 
 MODULE = "gpudirect.storage.gds_facts"
 
@@ -32,7 +32,7 @@ class ActionModule(ActionBase):
             validate_cufile(gds)
             if not result.get("failed"):
                 result["msg"] = verdict_line(gds)
-        return result
+        return shown(result)
 
 
 # Ansible's strategy imports action plugins in its main process before it forks a worker per

@@ -12,32 +12,40 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import ACTION_ONLY, argument_spec
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, warm
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
               "reload_required", "nvidia_fs_rebuild_required", "path", "findings", "preflight", "diff")
 
 
-def plan_line(stages, gds):
-    """What the plan found, in one line."""
+def plan_line(stages, converged, gds):
+    """What the plan found, in one line; it says "converged" exactly when ``converged`` is true."""
     would = ["%s (%s)" % (name, ", ".join(s.get("actions") or s.get("reasons") or ["changes"]))
              for name, s in stages.items() if s.get("changed")]
     now = "verified" if gds.get("verified") else ("probe deferred to after the rollout"
                                                   if (gds.get("probe") or {}).get("deferred") else "no I/O")
-    head = "would change: " + "; ".join(would) if would else "converged: no stage would change anything"
+    if not stages:
+        head = "no stage planned (--tags / gds_<stage>_enabled)"
+    elif would:
+        head = "would change: " + "; ".join(would)
+    else:
+        head = "converged: no stage would change anything" if converged else "not converged"
     return "%s; GDS now (%s) %s: %s" % (head, now, gds.get("mode"), gds.get("reason"))
 
 
 def stage_failures(stages):
-    return ["%s: %s" % (name, s.get("msg")) for name, s in stages.items() if s.get("failed")]
+    return ["%s: %s" % (name, _role_vars.inventory_names(name, s.get("msg") or "")) for name, s in stages.items()
+            if s.get("failed")]
 
 
 class ActionModule(ActionBase):
@@ -49,6 +57,9 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
+        warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
+        if problem:
+            return dict(result, failed=True, msg=problem, warnings=warnings)
         policy = None
         if args["preflight"] is not None:
             spec = dict((k, v) for k, v in preflight_spec().items() if k != "facts")
@@ -81,8 +92,8 @@ class ActionModule(ActionBase):
         validate_cufile(gds)
         converged = bool(out.get("converged")) and not stage_failures(stages)
         result.update(changed=False, stages=stages, converged=converged, ansible_facts=out["ansible_facts"])
-        if out.get("warnings"):
-            result["warnings"] = list(out["warnings"])
+        if out.get("warnings") or warnings:
+            result["warnings"] = warnings + list(out.get("warnings") or [])
         failures = []
         if policy is not None:
             failures += ["preflight: " + f for f in _preflight.record(result, gds, policy)]
@@ -94,10 +105,27 @@ class ActionModule(ActionBase):
                 failures.append(unmet)
         if failures:
             result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
-            return result
-        result.update(add_group=args["converged_group"] if converged else args["rollout_group"], parent_groups=["all"],
-                      msg=plan_line(stages, gds))
+            return shown(result)
+        group = args["converged_group"] if converged else args["rollout_group"]
+        if group:
+            result.update(add_group=group, parent_groups=["all"])
+        result["msg"] = plan_line(stages, converged, gds)
         return result
+
+    def _check_variables(self, task_vars, unknown_policy):
+        """(warnings, failure message or None): our variables that nothing reads (typos), and
+        extra-vars-only variables that come from the inventory."""
+        play = self._task.get_play()
+        warnings = _role_vars.misplaced_extra_vars(task_vars, load_extra_vars(self._loader),
+                                                   getattr(play, "vars", None) or {})
+        unknown = _role_vars.unknown_variables(task_vars) if unknown_policy != "ignore" else []
+        if not unknown:
+            return warnings, None
+        message = _role_vars.describe_unknown(unknown)
+        if unknown_policy == "warn":
+            return warnings + [message], None
+        return warnings, message + " - nothing was changed"
 
 
 warm()  # see plugins/action/gds_facts.py
+_role_vars.warm()

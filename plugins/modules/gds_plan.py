@@ -19,7 +19,12 @@ description:
     M(gpudirect.storage.gds_preflight) run on the facts (O(preflight)), and the host is added to the
     group O(rollout_group) when a stage would change it, else to O(converged_group), where
     O(require_mode) is enforced. A failed check or stage fails the host with a message naming
-    the stage or option.
+    the stage and the role variable to set in the inventory (C(<role>_<option>)).
+  - Before the host is touched, the host's variables are checked (O(unknown_variables)), and
+    C(gds_serial), C(gds_max_fail_percentage) and C(gds_canary) set in the inventory rather than
+    as extra vars are reported as warnings (Ansible reads them before any inventory variable).
+  - A failed host's result shows the reason; the full facts and stage results only with C(-v)
+    (the fleet report keeps what it reads either way).
   - Changes nothing on the host (the probe file is written and deleted, as gds_facts does).
   - C(playbooks/site.yml) runs it once per host before the rolling batches; the stage options come
     from the roles' C(tasks/plan.yml) entry points, so the roles stay the one place of their defaults.
@@ -74,13 +79,23 @@ options:
     type: bool
     default: true
   rollout_group:
-    description: Group of the hosts a stage would change.
+    description: Group of the hosts a stage would change; empty, the host joins no group.
     type: str
     default: gds_rollout
   converged_group:
-    description: Group of the hosts no stage would change.
+    description: Group of the hosts no stage would change; empty, the host joins no group.
     type: str
     default: gds_converged
+  unknown_variables:
+    description:
+      - What to do, before the host is touched, when the host has a variable with one of the
+        collection's prefixes (C(gds_), C(cufile_), C(mofed_), C(nvidia_fs_), C(gpu_operator_),
+        C(package_repo_)) that no role or playbook of the collection reads - usually a typo, named
+        with the variable it probably meant.
+      - V(fail) fails the host, V(warn) warns, V(ignore) does not check.
+    type: str
+    default: fail
+    choices: [fail, warn, ignore]
 seealso:
   - module: gpudirect.storage.gds_preflight
   - module: gpudirect.storage.gds_facts
@@ -111,7 +126,7 @@ stages:
   type: dict
   sample: {mofed: {changed: false, failed: false, actions: []}, cufile: {changed: true, reasons: [content]}}
 converged:
-  description: Every planned stage succeeded and would change nothing.
+  description: At least one stage was planned, and every planned stage succeeded and would change nothing.
   returned: always
   type: bool
 ansible_facts:
@@ -119,7 +134,9 @@ ansible_facts:
   returned: success
   type: dict
 preflight:
-  description: The failed preflight checks and the warnings.
+  description:
+    - The failed preflight checks and the warnings; C(checks) and C(table), the row of each check
+      (as M(gpudirect.storage.gds_preflight) returns them; a failed host shows them with C(-v)).
   returned: when O(preflight) is set
   type: dict
 msg:

@@ -15,8 +15,10 @@ description:
     supported, Python is recent enough, C(/) has room for the packages and the DKMS build, and,
     when asked for, an NVIDIA driver is loaded and Secure Boot will not refuse an unsigned
     nvidia-fs module.
-  - A failed check fails the host with a message that names the option to change; a check that
-    is set to warn adds a warning instead. Changes nothing on the host.
+  - A failed check fails the host with a message that names the variable of role
+    gpudirect.storage.gds_preflight to change (C(gds_preflight_<option>), or C(nvidia_fs_mok_key))
+    and a value that would pass; a check that is set to warn adds a warning instead. Changes
+    nothing on the host.
   - Runs through its action plugin; this file holds its documentation and argument specification.
 extends_documentation_fragment:
   - gpudirect.storage._attributes
@@ -92,10 +94,15 @@ ansible_facts:
   returned: success
   type: dict
 preflight:
-  description: The failed checks and the warnings, one message each.
+  description:
+    - The failed checks and the warnings, one message each; C(checks), one row per check
+      (C(check), C(status) - V(passed), V(failed), V(warning) or V(skipped) - and C(why)), and
+      C(table), the rows as lines for a person.
   returned: always
   type: dict
-  sample: {failures: [], warnings: ["Debian 12 is not a supported GDS host OS (...)"]}
+  sample: {failures: [], warnings: ["Debian 12 is not a supported GDS host OS (...)"],
+           checks: [{check: os, status: warning, why: "Debian 12 is not a supported GDS host OS (...)"}],
+           table: ["warning  os  Debian 12 is not a supported GDS host OS (...)"]}
 msg:
   description: What the rollout starts from (OS, kernel, driver, nvidia_fs, OFED, Secure Boot, GDS now), or why the host failed.
   returned: always

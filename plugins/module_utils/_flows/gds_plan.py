@@ -23,7 +23,7 @@ STAGES = ("mofed", "nvidia_fs", "cufile")
 
 
 # Options the gds_plan action plugin consumes on the controller; never sent to the host.
-ACTION_ONLY = ("preflight", "require_mode", "require_proven", "rollout_group", "converged_group")
+ACTION_ONLY = ("preflight", "require_mode", "require_proven", "rollout_group", "converged_group", "unknown_variables")
 
 
 def argument_spec():
@@ -37,6 +37,7 @@ def argument_spec():
         require_proven=dict(type="bool", default=True),
         rollout_group=dict(type="str", default="gds_rollout"),
         converged_group=dict(type="str", default="gds_converged"),
+        unknown_variables=dict(type="str", default="fail", choices=["fail", "warn", "ignore"]),
     )
 
 

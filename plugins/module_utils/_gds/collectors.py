@@ -240,10 +240,16 @@ class Collector(object):
         else:
             chosen = cands[0] if cands else None
         real = os.path.realpath(chosen) if chosen else None
+        used = [os.path.realpath(c) for c in cands]
+        skipped = [{"path": p, "why": "no %s link to it" % " or ".join(LIBS["libcufile"])}
+                   for d in dirs for p in sorted(glob.glob(os.path.join(d, "libcufile.so.*")))
+                   if os.path.basename(p) not in LIBS["libcufile"] and os.path.realpath(p) not in used
+                   and not os.path.islink(p)]
         return {
             "libcufile": {"path": chosen, "realpath": real, "version": parse.soname_version(real),
                           "candidates": [{"path": c, "version": parse.soname_version(os.path.realpath(c))} for c in cands],
-                          "searched": dirs if not chosen else None, "override": cufile_lib},
+                          "searched": dirs if not chosen else None, "override": cufile_lib,
+                          "override_missing": bool(cufile_lib) and not chosen, "skipped": skipped},
             "libcuda": out["libcuda"][0] if out["libcuda"] else None,
             "libnvidia_ml": out["libnvidia_ml"][0] if out["libnvidia_ml"] else None,
         }

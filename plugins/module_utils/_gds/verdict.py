@@ -82,6 +82,21 @@ def cuda_error_name(code, name=None):
     return "%s (%d)" % (name or CUDA_ERRORS.get(code, "CUresult"), code)
 
 
+def libcufile_missing(lib):
+    """Why no libcufile was used: a missing override, the files found but not used (and why), the
+    directories searched; with the variable that points the probe at a library."""
+    if lib.get("override_missing"):
+        return ("libcufile not found: gds_verify_cufile_lib is %s, which does not exist on the host; fix the path or "
+                "set gds_verify_cufile_lib: \"\" to search the usual places" % lib.get("override"))
+    text = "libcufile not found"
+    skipped = lib.get("skipped") or []
+    if skipped:
+        text += ": found %s but did not use %s; create the link (ldconfig, or install the libcufile package) or " \
+                "set gds_verify_cufile_lib: %s" % (", ".join("%s (%s)" % (s["path"], s["why"]) for s in skipped),
+                                                   "it" if len(skipped) == 1 else "them", skipped[0]["path"])
+    return text + " (searched %s)" % ", ".join(lib.get("searched") or [])
+
+
 def config_error_hint(code, release=None):
     """The hint for a cuFileDriverOpen code that means "config refused" in ``release`` (-22 up to
     1.18, 5002 from 1.19, as measured); None when the code is not that release's config error."""
@@ -346,7 +361,7 @@ def _missing(facts):
     elif facts.get("gpus") == [] and nvidia.get("nvml_ok"):
         reasons.append("no NVIDIA GPU: NVML reports 0 devices")
     if not lib.get("path"):
-        reasons.append("libcufile not found (searched %s)" % ", ".join(lib.get("searched") or []))
+        reasons.append(libcufile_missing(lib))
     return reasons
 
 

@@ -227,9 +227,12 @@ class _Linter(object):
         if validator is None:
             cls = _validator_class()
             validator = self.schema._validator = cls(self.schema.raw, format_checker=cls.FORMAT_CHECKER)
-        for error in validator.iter_errors(doc):
+        errors = list(validator.iter_errors(doc))
+        # a value out of range gets one finding whose fix is a valid value, not a second one for its alignment
+        out_of_range = set(tuple(e.absolute_path) for e in errors if e.validator in ("minimum", "maximum"))
+        for error in errors:
             path = tuple(error.absolute_path)
-            if path in self.handled:
+            if path in self.handled or (error.validator == "multipleOf" and path in out_of_range):
                 continue
             self.schema_error(error, path)
 
@@ -253,8 +256,8 @@ class _Linter(object):
             step = error.validator_value
             problem = "%s is not a multiple of %s%s" % (shown, step, self.unit(path))
             lower, upper = (value // step) * step, (value // step + 1) * step
-            low_ok = lower >= node.get("minimum", lower)
-            fix = "use %s%s" % ("%d or " % lower if low_ok and lower > 0 else "", upper)
+            valid = [v for v in (lower, upper) if v > 0 and node.get("minimum", v) <= v <= node.get("maximum", v)]
+            fix = "use %s" % " or ".join(str(v) for v in valid) if valid else self.range_fix(node, value, path)
         elif kw == "enum":
             allowed = error.validator_value
             problem = "%s is not one of %s" % (shown, ", ".join(str(v) for v in allowed))
@@ -308,7 +311,11 @@ class _Linter(object):
     def range_fix(self, node, value=None, path=()):
         low, high = node.get("minimum"), node.get("maximum")
         text = None
-        if low is not None and high is not None:
+        step = node.get("multipleOf")
+        if step and isinstance(value, int) and not isinstance(value, bool) and (
+                (high is not None and value > high) or (low is not None and value < low)):
+            text = "use %d" % ((high // step) * step if high is not None and value > high else -(-low // step) * step)
+        elif low is not None and high is not None:
             text = "use a value in %s..%s" % (low, high)
         elif low is not None:
             text = "use a value >= %s" % low

@@ -2,12 +2,45 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The read-only checks of gpudirect.storage.gds_preflight, as pure functions of a host's
-``ansible_facts.gds`` and the policy (the module's options). Each message names the option to
-change."""
+``ansible_facts.gds`` and the policy (the module's options). Each message names the variable a
+user sets in the inventory (the role variable, VARIABLE_OF_OPTION) and a value that would pass,
+as ``set <variable>: <value>`` (tests/unit/plugins/plugin_utils/test__preflight_vars.py checks
+every message against the roles' argument specs)."""
 
 from __future__ import annotations
 
+import json
 import re
+
+# module option -> the inventory variable that sets it (roles/gds_preflight/tasks/main.yml); the
+# one place to change when an option or a role variable is renamed
+VARIABLE_OF_OPTION = dict((option, "gds_preflight_" + option) for option in (
+    "supported_os", "fail_on_unsupported_os", "supported_architectures", "min_python", "min_free_mb",
+    "require_driver", "fail_on_secure_boot"))
+VARIABLE_OF_OPTION["mok_key"] = "nvidia_fs_mok_key"
+OPTION_OF_VARIABLE = dict((v, k) for k, v in VARIABLE_OF_OPTION.items())
+# the switch that also turns the OS check off for the whole stack (gds_preflight's default)
+STACK_UNSUPPORTED_OS = "nvidia_fs_allow_unsupported_os"
+# where Debian/Ubuntu's shim-signed keeps the MOK pair DKMS signs with
+MOK_EXAMPLE = ("/var/lib/shim-signed/mok/MOK.priv", "/var/lib/shim-signed/mok/MOK.der")
+CHECKS = ("os", "architecture", "python", "free space", "driver", "secure boot")
+
+
+def var(option):
+    return VARIABLE_OF_OPTION[option]
+
+
+def setting(option, value):
+    """``set <variable>: <value>`` with the value in YAML flow form (what goes into group_vars)."""
+    return "set %s: %s" % (var(option), _flow(value))
+
+
+def _flow(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value) if re.search(r"[\s:#,\[\]{}]|^[0-9.]+$", value) else value
+    return json.dumps(value)
 
 
 def _version_tuple(text):
@@ -23,48 +56,106 @@ def _os_list(supported):
     return ", ".join("%s %s" % (name, "/".join(str(v) for v in versions)) for name, versions in supported.items())
 
 
+def _row(check, status, why):
+    return {"check": check, "status": status, "why": why}
+
+
+def _check_os(host, policy):
+    os_info = host.get("os") or {}
+    name = ("%s %s" % (os_info.get("distribution") or os_info.get("id") or "unknown OS",
+                       os_info.get("version_id") or "")).strip()
+    if _os_supported(os_info, policy["supported_os"]):
+        return _row("os", "passed", "%s is supported" % name)
+    text = "%s is not a supported GDS host OS (%s: %s)" % (name, var("supported_os"), _os_list(policy["supported_os"]))
+    if policy["fail_on_unsupported_os"]:
+        return _row("os", "failed", "%s; %s to go on anyway (or %s: true for the whole stack)"
+                    % (text, setting("fail_on_unsupported_os", False), STACK_UNSUPPORTED_OS))
+    return _row("os", "warning", "%s; going on because %s is false" % (text, var("fail_on_unsupported_os")))
+
+
+def _check_architecture(host, policy):
+    arch = host.get("architecture")
+    allowed = list(policy["supported_architectures"])
+    if arch in allowed:
+        return _row("architecture", "passed", "%s is supported" % arch)
+    return _row("architecture", "failed", "architecture %s is not supported (%s: %s); %s to try anyway"
+                % (arch, var("supported_architectures"), ", ".join(allowed),
+                   setting("supported_architectures", allowed + [arch])))
+
+
+def _check_python(host, policy):
+    python = host.get("python")
+    if _version_tuple(python) >= _version_tuple(policy["min_python"]):
+        return _row("python", "passed", "Python %s (%s: %s)" % (python, var("min_python"), policy["min_python"]))
+    return _row("python", "failed", "Python %s on the host is too old: the modules need %s or later (%s); install "
+                "a newer Python and point ansible_python_interpreter at it, or %s to try anyway"
+                % (python, policy["min_python"], var("min_python"), setting("min_python", str(python))))
+
+
+def _check_free_space(host, policy):
+    free = (host.get("free_mb") or {}).get("/")
+    needed = policy["min_free_mb"]
+    if needed <= 0:
+        return _row("free space", "skipped", "%s is 0" % var("min_free_mb"))
+    if free is None:
+        return _row("free space", "skipped", "the free space on / is unknown")
+    if free >= needed:
+        return _row("free space", "passed", "%s MiB free on / (%s: %s)" % (free, var("min_free_mb"), needed))
+    return _row("free space", "failed", "only %s MiB free on /, %s MiB needed for the packages and the DKMS build of "
+                "nvidia-fs (%s); free some space, or %s (0 skips the check)"
+                % (free, needed, var("min_free_mb"), setting("min_free_mb", free)))
+
+
+def _check_driver(gds, policy):
+    loaded = (gds.get("nvidia") or {}).get("driver_loaded")
+    if not policy["require_driver"]:
+        return _row("driver", "skipped", "%s is false" % var("require_driver"))
+    if loaded:
+        return _row("driver", "passed", "the NVIDIA driver is loaded")
+    return _row("driver", "failed", "no NVIDIA driver loaded (%s); install the GPU driver first, or %s to provision "
+                "GDS before the driver" % (gds.get("reason"), setting("require_driver", False)))
+
+
+def _check_secure_boot(gds, policy):
+    state = gds.get("secure_boot")
+    if state != "enabled":
+        return _row("secure boot", "passed", "Secure Boot %s" % (state or "unknown"))
+    if policy.get("mok_key"):
+        return _row("secure boot", "passed", "Secure Boot enabled, nvidia-fs is signed with %s" % var("mok_key"))
+    text = ("Secure Boot is enabled and no MOK key is set: the DKMS-built nvidia-fs module would be refused at load "
+            "time; enroll a MOK key pair and %s with nvidia_fs_mok_cert: %s"
+            % (setting("mok_key", MOK_EXAMPLE[0]), MOK_EXAMPLE[1]))
+    if policy["fail_on_secure_boot"]:
+        return _row("secure boot", "failed", text + ", or %s to warn only" % setting("fail_on_secure_boot", False))
+    return _row("secure boot", "warning", text + " (%s is false: going on)" % var("fail_on_secure_boot"))
+
+
+def evaluate(gds, policy):
+    """One row per check: {check, status (passed, failed, warning, skipped), why}."""
+    host = gds.get("host") or {}
+    return [_check_os(host, policy), _check_architecture(host, policy), _check_python(host, policy),
+            _check_free_space(host, policy), _check_driver(gds, policy), _check_secure_boot(gds, policy)]
+
+
 def checks(gds, policy):
     """(failures, warnings): lists of messages. ``policy`` holds the gds_preflight options."""
-    failures, warnings = [], []
-    host = gds.get("host") or {}
-    os_info = host.get("os") or {}
-    name = "%s %s" % (os_info.get("distribution") or os_info.get("id") or "unknown OS", os_info.get("version_id") or "")
-    if not _os_supported(os_info, policy["supported_os"]):
-        text = ("%s is not a supported GDS host OS (%s only, see supported_os)" % (name.strip(), _os_list(policy["supported_os"])))
-        if policy["fail_on_unsupported_os"]:
-            failures.append(text + "; set fail_on_unsupported_os=false to go on anyway")
-        else:
-            warnings.append(text + "; going on because fail_on_unsupported_os=false")
-    arch = host.get("architecture")
-    if arch not in policy["supported_architectures"]:
-        failures.append("architecture %s is not supported (supported_architectures: %s)"
-                        % (arch, ", ".join(policy["supported_architectures"])))
-    python = host.get("python")
-    if _version_tuple(python) < _version_tuple(policy["min_python"]):
-        failures.append("Python %s on the host is too old: the modules need %s or later (min_python)"
-                        % (python, policy["min_python"]))
-    free = (host.get("free_mb") or {}).get("/")
-    if policy["min_free_mb"] > 0 and free is not None and free < policy["min_free_mb"]:
-        failures.append("only %s MiB free on /, %s MiB needed for the packages and the DKMS build of nvidia-fs "
-                        "(min_free_mb; 0 skips the check)" % (free, policy["min_free_mb"]))
-    if policy["require_driver"] and not (gds.get("nvidia") or {}).get("driver_loaded"):
-        failures.append("no NVIDIA driver loaded (%s); install the GPU driver first, or set require_driver=false to "
-                        "provision GDS before the driver" % gds.get("reason"))
-    if gds.get("secure_boot") == "enabled" and not policy.get("mok_key"):
-        text = ("Secure Boot is enabled and no MOK key is set (mok_key): the DKMS-built nvidia-fs module would be "
-                "refused at load time; enroll a MOK key")
-        if policy["fail_on_secure_boot"]:
-            failures.append(text + " or set fail_on_secure_boot=false")
-        else:
-            warnings.append(text)
-    return failures, warnings
+    rows = evaluate(gds, policy)
+    return ([r["why"] for r in rows if r["status"] == "failed"], [r["why"] for r in rows if r["status"] == "warning"])
+
+
+def table(rows):
+    """The rows as aligned lines for a person: status, check, why."""
+    width = max(len(r["check"]) for r in rows) if rows else 0
+    return ["%-8s %-*s %s" % (r["status"], width, r["check"], r["why"]) for r in rows]
 
 
 def record(result, gds, policy):
-    """Run the checks into ``result``: ``preflight`` {failures, warnings}, the warnings added to
-    the task's; returns the failures."""
-    failures, warnings = checks(gds, policy)
-    result["preflight"] = {"failures": failures, "warnings": warnings}
+    """Run the checks into ``result``: ``preflight`` {failures, warnings, checks, table}, the
+    warnings added to the task's; returns the failures."""
+    rows = evaluate(gds, policy)
+    failures = [r["why"] for r in rows if r["status"] == "failed"]
+    warnings = [r["why"] for r in rows if r["status"] == "warning"]
+    result["preflight"] = {"failures": failures, "warnings": warnings, "checks": rows, "table": table(rows)}
     if warnings:
         result["warnings"] = list(result.get("warnings") or []) + warnings
     return failures

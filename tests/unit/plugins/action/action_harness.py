@@ -9,7 +9,7 @@ import copy
 from unittest.mock import MagicMock
 
 
-def run_with_module_result(action_module, name, args, module_result):
+def run_with_module_result(action_module, name, args, module_result, task_vars=None):
     """(result, the _execute_module mock) of ``action_module.ActionModule`` run with ``args``."""
     task = MagicMock()
     task.args = args
@@ -18,4 +18,5 @@ def run_with_module_result(action_module, name, args, module_result):
     task.action = name
     plugin = action_module.ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=None, shared_loader_obj=None)
     plugin._execute_module = MagicMock(return_value=copy.deepcopy(module_result))
-    return plugin.run(task_vars={}), plugin._execute_module
+    task.get_play.return_value.vars = {}
+    return plugin.run(task_vars=dict(task_vars or {})), plugin._execute_module

@@ -30,7 +30,8 @@ def test_passes_with_the_facts_and_a_summary_from_one_module_call():
     execute.assert_called_once_with(module_name="gpudirect.storage.gds_facts",
                                     module_args={"probe": True, "probe_size_mb": 16}, task_vars={})
     assert not result.get("failed") and result["ansible_facts"]["gds"]["host"]["architecture"] == "x86_64"
-    assert result["preflight"] == {"failures": [], "warnings": []}
+    assert result["preflight"]["failures"] == [] and result["preflight"]["warnings"] == []
+    assert [r["status"] for r in result["preflight"]["checks"]][:2] == ["passed", "passed"]
     assert result["msg"].startswith("Ubuntu 24.04 x86_64, kernel 6.8.0")
     cufile = result["ansible_facts"]["gds"]["cufile"]  # validated on the controller, the text dropped
     assert cufile["valid"] is True and cufile["validator"] == "ok" and "text" not in cufile["files"][0]
@@ -47,8 +48,8 @@ def test_failed_checks_fail_the_host_and_keep_the_facts_for_the_report():
     result, dummy = run_action({}, debian)
     assert result["failed"] is True
     assert result["msg"].startswith("preflight failed, nothing was changed: Debian 12 is not a supported GDS host OS")
-    assert "only 10 MiB free on /" in result["msg"] and len(result["preflight"]["failures"]) == 2
-    assert result["ansible_facts"]["gds"]["host"]["os"]["id"] == "debian"
+    assert "only 10 MiB free on /" in result["msg"] and len([r for r in result["preflight"]["table"] if r.startswith("failed")]) == 2
+    assert result["ansible_facts"]["gds"]["mode"] == "compat"  # what the fleet report reads; the rest with -v
 
 
 def test_warnings_are_ansible_warnings():

@@ -376,3 +376,12 @@ def test_env_findings_keep_their_line_numbers():
 
 def test_loads_roundtrip_of_lint_document():
     assert lint_text('{"profile": {"nvtx": false}}').document == loads('{"profile": {"nvtx": false}}')
+
+
+@pytest.mark.parametrize("value, fix", [(16385, "use 16384"), (20000, "use 16384"), (10, "use 64"),
+                                        (100, "use 64 or 128"), (16383, "use 16320 or 16384")])
+def test_one_consistent_suggestion_for_a_value_out_of_range_or_not_aligned(value, fix):
+    findings = [f for f in lint_document({"properties": {"max_direct_io_size_kb": value}}).findings
+                if f.path == "properties.max_direct_io_size_kb"]
+    assert len(findings) == 1, [f.message for f in findings]
+    assert findings[0].message.endswith(fix + "."), findings[0].message

@@ -52,21 +52,22 @@ def test_unsupported_os_fails_or_warns_naming_the_option():
     debian = facts(host__os={"id": "debian", "version_id": "12", "major": "12", "distribution": "Debian"})
     failures, warnings = _preflight.checks(debian, POLICY)
     assert warnings == [] and len(failures) == 1
-    assert failures[0].startswith("Debian 12 is not a supported GDS host OS (Ubuntu 22.04/24.04, RedHat 9, Rocky 9, "
-                                  "AlmaLinux 9 only, see supported_os)")
-    assert failures[0].endswith("set fail_on_unsupported_os=false to go on anyway")
+    assert failures[0].startswith("Debian 12 is not a supported GDS host OS (gds_preflight_supported_os: Ubuntu "
+                                  "22.04/24.04, RedHat 9, Rocky 9, AlmaLinux 9)")
+    assert failures[0].endswith("set gds_preflight_fail_on_unsupported_os: false to go on anyway (or "
+                                "nvidia_fs_allow_unsupported_os: true for the whole stack)")
     failures, warnings = _preflight.checks(debian, policy(fail_on_unsupported_os=False))
-    assert failures == [] and warnings[0].endswith("going on because fail_on_unsupported_os=false")
+    assert failures == [] and warnings[0].endswith("going on because gds_preflight_fail_on_unsupported_os is false")
 
 
 @pytest.mark.parametrize("change, pol, needle", [
-    ({"host__architecture": "ppc64le"}, {}, "architecture ppc64le is not supported (supported_architectures: "),
-    ({"host__python": "3.6.8"}, {}, "Python 3.6.8 on the host is too old: the modules need 3.8 or later (min_python)"),
-    ({"host__python": "3.10.12"}, {"min_python": "3.11"}, "(min_python)"),
+    ({"host__architecture": "ppc64le"}, {}, "architecture ppc64le is not supported (gds_preflight_supported_architectures: "),
+    ({"host__python": "3.6.8"}, {}, "Python 3.6.8 on the host is too old: the modules need 3.8 or later (gds_preflight_min_python)"),
+    ({"host__python": "3.10.12"}, {"min_python": "3.11"}, "(gds_preflight_min_python)"),
     ({"host__free_mb": {"/": 100}}, {}, "only 100 MiB free on /, 2048 MiB needed"),
     ({"nvidia__driver_loaded": False}, {"require_driver": True}, "no NVIDIA driver loaded (no nvidia_fs); install the GPU "
-                                                                 "driver first, or set require_driver=false"),
-    ({"secure_boot": "enabled"}, {"fail_on_secure_boot": True}, "Secure Boot is enabled and no MOK key is set (mok_key)"),
+                                                                 "driver first, or set gds_preflight_require_driver: false"),
+    ({"secure_boot": "enabled"}, {"fail_on_secure_boot": True}, "Secure Boot is enabled and no MOK key is set: "),
 ])
 def test_each_failed_check_is_one_message_naming_its_option(change, pol, needle):
     failures, warnings = _preflight.checks(facts(**change), policy(**pol))
@@ -86,7 +87,7 @@ def test_switched_off_or_unknowable_checks_pass(change, pol):
 
 def test_secure_boot_without_a_key_warns_by_default():
     failures, warnings = _preflight.checks(facts(secure_boot="enabled"), POLICY)
-    assert failures == [] and warnings[0].endswith("enroll a MOK key")
+    assert failures == [] and warnings[0].endswith("(gds_preflight_fail_on_secure_boot is false: going on)")
 
 
 def test_summary_of_a_probed_host_says_so():
