@@ -18,12 +18,14 @@ import json
 import os
 import socket
 import ssl
+import sys
 import threading
 
 import pytest
 
 from conftest import ROOT
 
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gpu_operator"))  # its gpu_operator_rig
 _spec = importlib.util.spec_from_file_location(
     "_gpu_operator_integration", os.path.join(ROOT, "tests", "integration", "gpu_operator", "test_gpu_operator.py"))
 gpu_it = importlib.util.module_from_spec(_spec)

@@ -18,7 +18,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import CHART, CRASH_MESSAGE, REAL_CHART, base, container, node  # pylint: disable=import-error
+from gpu_operator_rig import CHART, CRASH_MESSAGE, REAL_CHART, base, container, helm_bins, node, rig  # noqa: F401 pylint: disable=import-error,unused-import
 
 
 def test_lifecycle(rig):

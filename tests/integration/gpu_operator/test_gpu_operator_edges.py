@@ -13,7 +13,7 @@ import time
 import urllib.error
 
 import pytest
-from conftest import CHART, REAL_CHART, base, node  # pylint: disable=import-error
+from gpu_operator_rig import CHART, REAL_CHART, base, helm_bins, node, rig  # noqa: F401 pylint: disable=import-error,unused-import
 
 NRI_WITHOUT_CDI = {"cdi": {"enabled": False, "nriPluginEnabled": True}}
 

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Shared rig of the gpu_operator integration tests: real ansible-playbook, real helm 3.19.0 and
+"""Shared rig of the gpu_operator integration tests (imported by name, not a conftest.py: several
+suites run in one pytest session and tests/system/test_faults_k8s.py loads these tests too): real ansible-playbook, real helm 3.19.0 and
 4.1.4, the Kubernetes API emulator over HTTPS with its own CA, and a chart: the test chart, or
 the real NVIDIA GPU Operator chart when ``GPU_OPERATOR_CHART=/path`` (a chart directory or
 ``.tgz`` kept outside the repository) is set. Every emulator is a child process stopped by PID
