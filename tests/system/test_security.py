@@ -254,7 +254,7 @@ def test_kubeconfig_contents_never_appear_in_vvv_output(tmp_path):
         token = re.search(r"token: (\S+)", text).group(1)
         ca_data = re.search(r"certificate-authority-data: (\S+)", text).group(1)
         env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
-                   ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_CONFIG=os.path.join(ROOT, "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                    HELM_CACHE_HOME=str(tmp_path / "hc"), HELM_CONFIG_HOME=str(tmp_path / "hcfg"),
                    HELM_DATA_HOME=str(tmp_path / "hd"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "at"))
         env.pop("KUBECONFIG", None)
