@@ -19,7 +19,8 @@ description:
     the nvidia-fs / CUDA packages; Secure Boot on with no enrolled signing key; missing kernel headers;
     MLNX_OFED and DOCA-OFED mixed; unsupported OS.
   - Paths (C(/proc), C(/sys), C(/etc), the DKMS tree) can be re-rooted with the environment variables
-    E(GPUDIRECT_PROC_ROOT) / E(GPUDIRECT_HOST_ROOT), and commands taken from E(GPUDIRECT_BIN_DIR) first (tests).
+    E(GPUDIRECT_PROC_ROOT) / E(GPUDIRECT_HOST_ROOT), and commands taken from E(GPUDIRECT_BIN_DIR) first (tests),
+    on lab hosts only (the root-owned marker C(/etc/gpudirect-storage/lab-test-seams)); elsewhere they change nothing.
 extends_documentation_fragment:
   - gpudirect.storage._package_repo
   - gpudirect.storage._attributes

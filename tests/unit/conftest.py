@@ -5,3 +5,22 @@ with its own config file and --strict-markers, so markers are registered here)."
 def pytest_configure(config):
     config.addinivalue_line("markers", "dkms: a real `dkms build` against Debian's kernel headers "
                                        "(skips when dkms or headers are missing)")
+
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def lab_marker(tmp_path_factory, monkeypatch):
+    """Unit tests run on a test host: the test seams (GPUDIRECT_HOST_ROOT/PROC_ROOT/BIN_DIR) are
+    honoured, as on a lab host that carries the lab marker. Tests that prove the seams are off
+    on a normal host point LAB_MARKER elsewhere (tests/unit/plugins/module_utils/test__seams.py)."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils import _hostpaths
+    marker = tmp_path_factory.mktemp("lab-marker") / "lab-test-seams"
+    marker.write_text("unit tests\n")
+    marker.chmod(0o644)
+    monkeypatch.setattr(_hostpaths, "LAB_MARKER", str(marker))
+    monkeypatch.setattr(_hostpaths, "_MARKER_UID", os.stat(str(marker)).st_uid)
+    return marker
