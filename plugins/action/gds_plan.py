@@ -23,7 +23,8 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds_results imp
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
-              "reload_required", "nvidia_fs_rebuild_required", "path", "findings", "preflight", "diff")
+              "reload_required", "nvidia_fs_rebuild_required", "path", "findings", "preflight", "diff",
+              "base", "base_release", "libcufile", "kept", "valid", "validation_note")
 
 
 def plan_line(stages, gds):
@@ -74,8 +75,10 @@ class ActionModule(ActionBase):
         if planned and not planned["failed"] and (cufile.get("state") or "present") == "present":
             # what cufile_config's action does after its plan phase: validate before anything is written
             lint = lint_plan(out["stages"]["cufile"], cufile, src_text, version)
-            planned["findings"] = [f.as_dict() for f in lint.findings]
-            if not lint.ok:
+            planned["findings"] = [f.as_dict() for f in lint.findings] if lint else []
+            if planned.get("kept"):  # the host's own file, kept as it is: reported, not failed over
+                planned["valid"] = lint.ok if lint else None
+            elif not lint.ok:
                 planned.update(failed=True, changed=False, msg=summarize(lint.findings, cufile.get("path") or "/etc/cufile.json"))
         gds = out["ansible_facts"]["gds"]
         validate_cufile(gds)

@@ -29,7 +29,7 @@ import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, parse)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_shipped import shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_shipped
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 
 
@@ -38,12 +38,12 @@ def argument_spec():
         path=dict(type="path", default="/etc/cufile.json"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         settings=dict(type="dict"),
-        base=dict(type="str", choices=["shipped", "current", "empty"]),
+        base=dict(type="str", choices=["shipped", "current", "empty"]),  # None: see managed()
         src=dict(type="path"),
         remote_src=dict(type="bool", default=False),
         backup=dict(type="bool", default=False),
         env_path_json=dict(type="path"),
-        cufile_version=dict(type="str", default="1.15"),
+        cufile_version=dict(type="str", default="auto"),
         mode=dict(type="raw", default="0644"),
         owner=dict(type="str", default="root"),
         group=dict(type="str", default="root"),
@@ -119,9 +119,64 @@ def load_src(text, name):
         raise CufileConfigError("src %s is not valid cufile.json: %s" % (name, exc))
 
 
-def desired_document(base, settings, current, src_document=None):
-    """The document to install: ``src_document`` or the base (``shipped`` / ``current`` / ``empty``),
-    with ``settings`` merged over it (a null in settings removes the key)."""
+def managed(params):
+    """Did the user ask for a file? Without settings, src or base the host's file is kept as it
+    is (validated and reported, never rewritten): nothing a user did not ask for changes."""
+    return bool(params.get("settings") or params.get("src") or params.get("base"))
+
+
+def host_libcufile(paths=None):
+    """The libcufile the host's GDS applications load, found as gds_facts finds it:
+    {"path": ..., "version": "1.15.1" or None}."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts import Collector
+    lib = Collector(paths or HostPaths(), None).libraries()["libcufile"]
+    return {"path": lib.get("path"), "version": lib.get("version")}
+
+
+def choose_release(requested, host, check_mode):
+    """(release, source, warning): the libcufile release (major.minor) whose schema and shipped
+    file the document is for - never one other than the host's. ``requested``: the
+    cufile_version option (``auto`` or a release); ``host``: :func:`host_libcufile`."""
+    host_release = _cufile_shipped.release_key(host.get("version"))
+    if requested and requested != "auto":
+        wanted = _cufile_shipped.release_key(requested)
+        if wanted is None:
+            raise CufileConfigError("cufile_version %r: expected auto or a libcufile release such as %s"
+                                    % (requested, _cufile_shipped.NEWEST))
+        if host_release and host_release != wanted:
+            raise CufileConfigError("cufile_version is %s, but the host's libcufile is %s (%s): the file would be written "
+                                    "for a release the host does not run; set cufile_version: auto (or %s); nothing was written"
+                                    % (requested, host["version"], host["path"], host_release))
+        return wanted, "cufile_version", None
+    if host_release:
+        return host_release, "host", None
+    if host.get("path"):
+        raise CufileConfigError("cufile_version auto: the host's libcufile %s carries no release in its file name; "
+                                "set cufile_version to its release (e.g. %s); nothing was written"
+                                % (host["path"], _cufile_shipped.NEWEST))
+    if check_mode:
+        return _cufile_shipped.NEWEST, "assumed", (
+            "cufile_version auto: no libcufile on the host yet (the nvidia_fs stage installs it); planned against "
+            "libcufile %s, the host's release is checked again when the task runs" % _cufile_shipped.NEWEST)
+    raise CufileConfigError("cufile_version auto: no libcufile on the host to take the release from; install the GDS "
+                            "user space first (the nvidia_fs role's libcufile-<cuda> package) or set cufile_version; "
+                            "nothing was written")
+
+
+def known_release(release, source, host):
+    """Refuse a release the collection has no schema or shipped file for, naming the known ones."""
+    if _cufile_shipped.release(release) is None:
+        whose = "the host's libcufile %s" % host.get("version") if source == "host" else "libcufile %s" % release
+        raise CufileConfigError("%s is unknown to the collection (known releases: %s): it can neither validate a "
+                                "cufile.json for it nor start from its shipped defaults; nothing was written. Leave "
+                                "the cufile options unset to keep the host's file as it is"
+                                % (whose, ", ".join(_cufile_shipped.known_releases())))
+
+
+def desired_document(base, settings, current, src_document=None, release=_cufile_shipped.NEWEST):
+    """The document to install: ``src_document`` or the base (``shipped`` - of libcufile
+    ``release`` - / ``current`` / ``empty``), with ``settings`` merged over it (a null in
+    settings removes the key)."""
     if src_document is not None:
         start = src_document
     elif base == "current":
@@ -132,7 +187,7 @@ def desired_document(base, settings, current, src_document=None):
     elif base == "empty":
         start = {}
     else:
-        start = shipped()
+        start = _cufile_shipped.shipped(release)
     if settings:
         if not isinstance(start, dict):
             start = {}
@@ -319,9 +374,23 @@ def run_plan(module):
         if diff:
             result["diff"] = diff
         return result
+    if not managed(p):
+        return _keep(module, current, result)
     problems = attribute_problems(p)
     if problems:
         raise CufileConfigError("; ".join(problems) + "; nothing was written")
+    host = host_libcufile()
+    release, source, warning = choose_release(p["cufile_version"], host, module.check_mode)
+    known_release(release, source, host)
+    if warning:
+        module.warn(warning)
+    base = "src" if (p["src"] or internal.get("src_text") is not None) else (p["base"] or "shipped")
+    result.update(base=base, libcufile=dict(host, release=release, source=source))
+    if warning:
+        result["libcufile"]["note"] = warning
+    if base == "shipped":
+        result["base_release"] = "libcufile %s (CUDA %s)" % (_cufile_shipped.RELEASES[release]["libcufile"],
+                                                           _cufile_shipped.RELEASES[release]["cuda"])
     src_document = None
     if internal.get("src_text") is not None:
         src_document = load_src(internal["src_text"], p["src"])
@@ -334,7 +403,7 @@ def run_plan(module):
         except UnicodeDecodeError:
             raise CufileConfigError("src %s is not UTF-8 text" % p["src"])
         src_document = load_src(data, p["src"])
-    desired = desired_document(p["base"] or "shipped", p["settings"], current, src_document)
+    desired = desired_document(p["base"] or "shipped", p["settings"], current, src_document, release)
     try:
         desired_text = dumps(desired)
     except ValueError as exc:
@@ -344,13 +413,47 @@ def run_plan(module):
         reasons.append("attributes")
     result.update(changed=bool(reasons), reasons=reasons, cufile=desired, desired_text=desired_text,
                   current=current.document, host={"nvidia_fs": nvidia_fs_loaded()},
-                  path_facts=host_path_facts(desired, internal.get("path_checks")))
+                  path_facts=host_path_facts(desired, _path_checks(internal, release)))
     if p["env_path_json"]:
         env = p["env_path_json"]
         result["env_text"] = _read_text(env, "env_path_json").decode("utf-8", "replace") if os.path.isfile(env) else None
     diff = _diff(module, current, desired_text)
     if diff:
         result["diff"] = diff
+    return result
+
+
+def _path_checks(internal, release):
+    """The schema's host-path specs for ``release``: the action sends them per release (it does
+    not know the host's release before this plan) or, for one given release, as a list."""
+    checks = internal.get("path_checks")
+    return checks.get(release) if isinstance(checks, dict) else checks
+
+
+def _keep(module, current, result):
+    """No cufile option set: the file (or link, or its absence) stays as it is. The plan returns
+    its text for the controller to validate against the host's release and report."""
+    p = module.params
+    host = host_libcufile()
+    try:
+        release, source, note = choose_release("auto", host, True)
+        known_release(release, source, host)
+        if source == "assumed":
+            note = ("no libcufile on the host: validated against libcufile %s, the newest release the collection knows"
+                    % release)
+    except CufileConfigError as exc:
+        release, source, note = None, "unknown", str(exc).split("; nothing was written")[0] + ": not validated"
+    result.update(changed=False, reasons=[], kept=True, base="keep", cufile=current.document,
+                  current=current.document, current_text=current.text() if current.exists else None,
+                  libcufile=dict(host, release=release, source=source), host={"nvidia_fs": nvidia_fs_loaded()},
+                  path_facts=host_path_facts(current.document or {}, _path_checks(_internal(module), release) if release else None))
+    if note:
+        result["validation_note"] = note
+    if p["env_path_json"]:
+        env = p["env_path_json"]
+        result["env_text"] = _read_text(env, "env_path_json").decode("utf-8", "replace") if os.path.isfile(env) else None
+    where = "a symlink to %s" % current.link_target if current.is_link else ("a file" if current.exists else "absent")
+    result["msg"] = "%s left as it is (%s): no cufile option (settings, src, base) is set" % (current.path, where)
     return result
 
 

@@ -1,7 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The cufile.json that CUDA 13.0 (libcufile 1.15.1) ships, as data. PRIVATE to the collection.
+"""The cufile.json each known libcufile release ships, as data. PRIVATE to the collection.
+
+One entry of :data:`RELEASES` per libcufile release the collection knows (major.minor, the
+release of ``schemas/cufile-<release>.schema.json``): the CUDA release that ships it and its
+shipped document. A new release is one more entry (and one more schema file); nothing else
+looks versions up. Today: libcufile 1.15 (CUDA 13.0).
 
 Target-side (the module's ``base: shipped``), so it is Python and not read from the schema
 file; a unit test checks that it equals the schema's ``x-shipped`` values, and
@@ -14,10 +19,7 @@ from __future__ import annotations
 
 import copy
 
-CUDA_VERSION = "13.0"
-LIBCUFILE_VERSION = "1.15.1"
-
-_SHIPPED = {
+_SHIPPED_1_15 = {
     "logging": {
         "level": "ERROR",
     },
@@ -82,6 +84,34 @@ _SHIPPED = {
 }
 
 
-def shipped():
-    """A fresh copy of the CUDA 13.0 shipped document (callers may modify it)."""
-    return copy.deepcopy(_SHIPPED)
+# libcufile major.minor -> what ships it. Keep the newest last.
+RELEASES = {
+    "1.15": {"cuda": "13.0", "libcufile": "1.15.1", "document": _SHIPPED_1_15},
+}
+NEWEST = "1.15"
+
+
+def release_key(version):
+    """"1.15.1" -> "1.15"; None for something that is not a dotted version."""
+    parts = str(version or "").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None
+    return "%d.%d" % (int(parts[0]), int(parts[1]))
+
+
+def known_releases():
+    return sorted(RELEASES, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def release(version):
+    """The table entry for libcufile ``version`` ("1.15" or "1.15.1"), or None when unknown."""
+    return RELEASES.get(release_key(version))
+
+
+def shipped(version=NEWEST):
+    """A fresh copy of the document libcufile ``version`` ships (callers may modify it); KeyError
+    naming the known releases when the collection does not know it."""
+    entry = release(version)
+    if entry is None:
+        raise KeyError("libcufile %s is unknown to the collection (known: %s)" % (version, ", ".join(known_releases())))
+    return copy.deepcopy(entry["document"])

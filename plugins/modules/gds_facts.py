@@ -28,7 +28,9 @@ description:
     both and reports what the child printed.
   - The action plugin validates the returned cufile.json texts on the controller (the same
     validator as M(gpudirect.storage.cufile_config)) and adds C(gds.cufile.valid) and
-    C(gds.cufile.findings).
+    C(gds.cufile.findings), against the key schema of the host's libcufile release
+    (C(gds.cufile.libcufile_release); the newest known release when no libcufile is found, with a
+    C(note)); a release unknown to the collection is not validated (C(valid=null), C(validator) says why).
 extends_documentation_fragment:
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.FACTS

@@ -22,9 +22,24 @@ def _validator():
     return lint_text, lint_merged, None
 
 
+def host_release(gds):
+    """(release, note): the libcufile release (schema) the host's cufile.json is read by - the
+    host's own libcufile; the newest known one when none was found; None (with the reason)
+    when the host's release is unknown to the collection."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_shipped as releases
+    version = (gds.get("libcufile") or {}).get("version")
+    if not version:
+        return releases.NEWEST, ("no libcufile found on the host: validated against libcufile %s, the newest "
+                                 "release the collection knows" % releases.NEWEST)
+    if releases.release(version) is None:
+        return None, ("not validated: the host's libcufile %s is unknown to the collection (known releases: %s)"
+                      % (version, ", ".join(releases.known_releases())))
+    return releases.release_key(version), None
+
+
 def validate_cufile(gds):
-    """Validate the cufile.json texts in ``gds['cufile']['files']`` in place; the texts are
-    dropped from the facts (paths and sha256 stay)."""
+    """Validate the cufile.json texts in ``gds['cufile']['files']`` in place, against the host's
+    libcufile release; the texts are dropped from the facts (paths and sha256 stay)."""
     cufile = gds.get("cufile")
     if not isinstance(cufile, dict):
         return
@@ -36,14 +51,21 @@ def validate_cufile(gds):
     if problem:
         cufile.update(valid=None, findings=[], validator=problem)
         return
+    release, note = host_release(gds)
+    cufile["libcufile_release"] = release
+    if release is None:
+        cufile.update(valid=None, findings=[], validator=note)
+        return
+    if note:
+        cufile["note"] = note
     etc_path, etc_text = texts.get("global", ("/etc/cufile.json", None))
     host = {"nvidia_fs": bool((gds.get("nvidia_fs") or {}).get("loaded"))}
     try:
         if "overlay" in texts:
             env_path, env_text = texts["overlay"]
-            result = lint_merged(etc_text, env_text, etc_source=etc_path, env_source=env_path, host=host)
+            result = lint_merged(etc_text, env_text, etc_source=etc_path, env_source=env_path, host=host, version=release)
         elif etc_text is not None:
-            result = lint_text(etc_text, source=etc_path, host=host)
+            result = lint_text(etc_text, source=etc_path, host=host, version=release)
         else:
             cufile.update(valid=True, findings=[], validator="ok",
                           note="no /etc/cufile.json: libcufile uses its built-in defaults")

@@ -24,3 +24,13 @@ def lab_marker(tmp_path_factory, monkeypatch):
     monkeypatch.setattr(_hostpaths, "LAB_MARKER", str(marker))
     monkeypatch.setattr(_hostpaths, "_MARKER_UID", os.stat(str(marker)).st_uid)
     return marker
+
+
+@pytest.fixture
+def host_libcufile_1_15(monkeypatch):
+    """The host's libcufile is CUDA 13.0's 1.15.1 (what cufile_config's ``cufile_version: auto``
+    reads); tests of other releases or of a host without libcufile patch it themselves."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_config
+    found = {"path": "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcufile.so.0", "version": "1.15.1"}
+    monkeypatch.setattr(_cufile_config, "host_libcufile", lambda paths=None: dict(found))
+    return found

@@ -17,6 +17,9 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser i
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config as module_mod
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
+# cufile_version auto: the test host runs CUDA 13.0's libcufile 1.15.1 (tests/unit/conftest.py)
+pytestmark = pytest.mark.usefixtures("host_libcufile_1_15")
+
 
 def sha(path):
     with open(str(path), "rb") as f:
@@ -110,7 +113,7 @@ def test_env_overlay_is_validated(harness, tmp_path):
     env = tmp_path / "user.json"
     env.write_text('{"properties": {"posix_pool_slab_size_kb": [4, 8]}}')
     target = tmp_path / "cufile.json"
-    result = harness.run(path=str(target), env_path_json=str(env))
+    result = harness.run(path=str(target), env_path_json=str(env), base="shipped")
     assert result["failed"] and not target.exists()
     (finding,) = [f for f in result["findings"] if f["severity"] == "error"]
     assert (finding["source"], finding["path"]) == ("merged", "properties.posix_pool_slab_count")

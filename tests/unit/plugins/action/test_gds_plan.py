@@ -85,7 +85,8 @@ def test_require_mode_waits_for_the_verify_after_the_rollout():
 
 def test_a_cufile_plan_that_libcufile_would_refuse_fails_the_stage(tmp_path):
     props = {"posix_pool_slab_count": [1, 2], "posix_pool_slab_size_kb": [4, 8, 16]}
-    planned = {"changed": True, "failed": False, "cufile": {"properties": props}}
+    planned = {"changed": True, "failed": False, "cufile": {"properties": props}, "base": "shipped",
+               "libcufile": {"path": "/usr/lib/libcufile.so.0", "version": "1.15.1", "release": "1.15", "source": "host"}}
     result, execute = run_action({"cufile": {"path": str(tmp_path / "c.json")}},
                                  module_result({"cufile": planned}, converged=False))
     sent = execute.call_args.kwargs["module_args"]["cufile"]

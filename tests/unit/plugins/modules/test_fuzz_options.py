@@ -282,7 +282,7 @@ def test_fuzz_gds_facts_options(record_property):
 
 
 # --------------------------------------------------------------------------- cufile_config
-def test_fuzz_cufile_config_options(record_property):
+def test_fuzz_cufile_config_options(record_property, host_libcufile_1_15):
     """Options of the module (cufile.json content is the cufile_config suite's fuzz). Plan, then
     apply as the action plugin does: a bad mode/owner/group must not leave a written file."""
     base = {"settings": {"properties": {"io_batchsize": 64}}, "backup": True}
