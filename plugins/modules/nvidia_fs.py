@@ -50,7 +50,7 @@ options:
     elements: str
     default: [nvidia-fs-dkms, nvidia-fs]
   extra_packages:
-    description: Further packages, C(name) or C(name=version), e.g. C(libcufile-12-8), C(gds-tools-12-8), C(nvidia-gds).
+    description: Further packages, C(name) or C(name=version), e.g. C(libcufile-13-0), C(gds-tools-13-0), C(nvidia-gds).
     type: list
     elements: str
     default: []
@@ -93,7 +93,7 @@ EXAMPLES = r"""
 - name: Install nvidia-fs matching the driver, load it with I/O counters and persist it
   gpudirect.storage.nvidia_fs:
     version: match_driver
-    extra_packages: [libcufile-12-8, gds-tools-12-8]
+    extra_packages: [libcufile-13-0, gds-tools-13-0]
     params:
       rw_stats_enabled: 1
 
