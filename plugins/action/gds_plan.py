@@ -58,6 +58,8 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("preflight: " + "; ".join(checked.error_messages))
             policy = checked.validated_parameters
         module_args = dict((k, v) for k, v in args.items() if k not in ACTION_ONLY and v is not None)
+        if policy is not None and policy.get("mok_cert"):  # as gds_preflight: is the MOK cert enrolled?
+            module_args["facts"] = dict(module_args.get("facts") or {}, mok_cert=policy["mok_cert"])
         if module_args.get("nvidia_fs"):
             module_args["nvidia_fs"] = dict((k, v) for k, v in module_args["nvidia_fs"].items()
                                             if k != "mok_key_passphrase")  # planning never signs

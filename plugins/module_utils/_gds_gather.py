@@ -11,6 +11,7 @@ import os
 import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_parse as parse
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils import _gds_verdict as verdict_mod
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts import Collector
 
@@ -32,6 +33,7 @@ def argument_spec():
         cufile_lib=dict(type="path"),
         cufile_env_path_json=dict(type="path"),
         gather_cuda=dict(type="bool", default=True),
+        mok_cert=dict(type="path"),
     )
 
 
@@ -134,6 +136,8 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
         "secure_boot": col.secure_boot(),
         "ofed": col.ofed(),
     }
+    if facts["secure_boot"] == "enabled":  # would the DKMS-built nvidia-fs load? (gds_preflight asks)
+        facts["mok"] = _hostparse.mok_enrolment(runner, paths, params.get("mok_cert"))
     driver_evidence = nvidia["driver_loaded"] or libs["libcuda"] is not None
     want_probe = bool(params["probe"] and libs["libcufile"].get("path") and driver_evidence)
     # NVML is read in the child only when libnvidia-ml is on the library path: the child is a

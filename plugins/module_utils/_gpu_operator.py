@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._helm import merge_values
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s_wait import gpu_nodes, node_os, os_text
 
 OPEN_MODULE_MIN_GDS = (2, 17, 5)
-# NFD os_release ID -> supported VERSION_IDs (None: any)
-GDS_SUPPORTED_OS = {"ubuntu": ("22.04", "24.04"), "rhcos": None}
+# NFD os_release ID -> supported VERSION_IDs (None: any): the GPU Operator column of the
+# collection's one OS table (_hostparse.GDS_SUPPORTED_OS)
+GDS_SUPPORTED_OS = _hostparse.supported_os("gpu_operator")
 
 # option path -> chart value path
 OPTION_PATHS = (
@@ -119,10 +121,7 @@ def parse_gds_version(text):
 
 
 def os_supported(os_info):
-    versions = GDS_SUPPORTED_OS.get((os_info.get("id") or "").lower(), False)
-    if versions is False:
-        return False
-    return versions is None or (os_info.get("version_id") or "") in versions
+    return _hostparse.os_supported(os_info.get("id"), os_info.get("version_id"), GDS_SUPPORTED_OS)
 
 
 def preflight(values, nodes, unsupported_os="warn"):

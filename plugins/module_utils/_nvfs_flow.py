@@ -115,18 +115,9 @@ class NvidiaFs(object):
 
     def mok_facts(self, secure_boot):
         p = self.p
-        out = {"configured": bool(p["mok_key"]), "cert": p["mok_cert"], "enrolled": None, "default_enrolled": False}
-        if not secure_boot or not self.runner.which("mokutil"):
-            return out
-        if p["mok_cert"]:
-            res = self.runner.run(["mokutil", "--test-key", p["mok_cert"]], check=False)
-            out["enrolled"] = "is already enrolled" in (res.stdout + res.stderr)
-        for cert in ("/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.der"):
-            if os.path.isfile(self.paths.under_root(cert)):
-                res = self.runner.run(["mokutil", "--test-key", cert], check=False)
-                if "is already enrolled" in (res.stdout + res.stderr):
-                    out["default_enrolled"] = True
-        return out
+        if not secure_boot:
+            return {"configured": bool(p["mok_key"]), "cert": p["mok_cert"], "enrolled": None, "default_enrolled": False}
+        return dict(nvfs.mok_enrolment(self.runner, self.paths, p["mok_cert"]), configured=bool(p["mok_key"]))
 
     def collect(self, installed, available):
         p = self.p
@@ -191,6 +182,9 @@ class NvidiaFs(object):
         fails = nvfs.preflight(dict(facts, nvfs_version=None, nvfs_version_error=None), p)
         if fails:
             raise nvfs.PreflightError(fails)
+        os_problem = nvfs.unsupported_os(facts["os"])
+        if os_problem:  # unsupported_os=warn, or preflight would have failed
+            self.m.warn(os_problem + "; going on because unsupported_os=warn")
         repo_change = self.repo(lock_first=True)
         if repo_change and self.check and facts["nvfs_version_error"]:
             self.m.warn("nvidia-fs versions of the new repository are unknown in check mode")
@@ -375,7 +369,7 @@ def argument_spec():
         mok_key=dict(type="path"),
         mok_cert=dict(type="path"),
         mok_key_passphrase=dict(type="str", no_log=True),
-        allow_unsupported_os=dict(type="bool", default=False),
+        unsupported_os=dict(type="str", choices=["fail", "warn"], default="fail"),
         lock_timeout=dict(type="int", default=120),
         repo=copy.deepcopy(pk.REPO_ARG_SPEC),
     )

@@ -75,10 +75,14 @@ options:
   mok_key_passphrase:
     description: Passphrase of O(mok_key), given to the signing tool as C(KBUILD_SIGN_PIN).
     type: str
-  allow_unsupported_os:
-    description: Run on an OS GDS does not support (anything but Ubuntu 22.04/24.04 and RHEL 9), e.g. Debian 12 lab hosts.
-    type: bool
-    default: false
+  unsupported_os:
+    description:
+      - What to do on an OS outside the GDS support table (Ubuntu 22.04/24.04, RHEL/Rocky/AlmaLinux 9; the
+        same table as M(gpudirect.storage.gds_preflight) and M(gpudirect.storage.gpu_operator)) -
+        V(fail) before anything changes, or V(warn) and go on (e.g. Debian 12 lab hosts).
+    type: str
+    choices: [fail, warn]
+    default: fail
   lock_timeout:
     description: Seconds to wait for the package manager lock before failing with the name of the process holding it.
     type: int

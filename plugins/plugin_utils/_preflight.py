@@ -7,20 +7,14 @@ change."""
 
 from __future__ import annotations
 
-import re
-
-
-def _version_tuple(text):
-    return tuple(int(p) for p in re.findall(r"\d+", str(text or ""))[:3])
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostparse
 
 
 def _os_supported(os_info, supported):
-    accepted = [str(v) for v in (supported.get(os_info.get("distribution")) or [])]
-    return str(os_info.get("version_id")) in accepted or str(os_info.get("major")) in accepted
-
-
-def _os_list(supported):
-    return ", ".join("%s %s" % (name, "/".join(str(v) for v in versions)) for name, versions in supported.items())
+    """The collection's table (or the user's, keyed by os-release ID; a distribution name such as
+    "Ubuntu" matches too)."""
+    return any(_hostparse.os_supported(name, os_info.get("version_id"), supported)
+               for name in (os_info.get("id"), os_info.get("distribution")) if name)
 
 
 def checks(gds, policy):
@@ -29,20 +23,17 @@ def checks(gds, policy):
     host = gds.get("host") or {}
     os_info = host.get("os") or {}
     name = "%s %s" % (os_info.get("distribution") or os_info.get("id") or "unknown OS", os_info.get("version_id") or "")
-    if not _os_supported(os_info, policy["supported_os"]):
-        text = ("%s is not a supported GDS host OS (%s only, see supported_os)" % (name.strip(), _os_list(policy["supported_os"])))
-        if policy["fail_on_unsupported_os"]:
-            failures.append(text + "; set fail_on_unsupported_os=false to go on anyway")
+    supported = policy.get("supported_os") or _hostparse.supported_os("bare_metal")
+    if not _os_supported(os_info, supported):
+        text = "%s is not a supported GDS host OS (%s only, see supported_os)" % (name.strip(), _hostparse.supported_os_text(supported))
+        if policy["unsupported_os"] == "fail":
+            failures.append(text + "; set unsupported_os=warn to go on anyway")
         else:
-            warnings.append(text + "; going on because fail_on_unsupported_os=false")
+            warnings.append(text + "; going on because unsupported_os=warn")
     arch = host.get("architecture")
     if arch not in policy["supported_architectures"]:
         failures.append("architecture %s is not supported (supported_architectures: %s)"
                         % (arch, ", ".join(policy["supported_architectures"])))
-    python = host.get("python")
-    if _version_tuple(python) < _version_tuple(policy["min_python"]):
-        failures.append("Python %s on the host is too old: the modules need %s or later (min_python)"
-                        % (python, policy["min_python"]))
     free = (host.get("free_mb") or {}).get("/")
     if policy["min_free_mb"] > 0 and free is not None and free < policy["min_free_mb"]:
         failures.append("only %s MiB free on /, %s MiB needed for the packages and the DKMS build of nvidia-fs "
@@ -50,11 +41,12 @@ def checks(gds, policy):
     if policy["require_driver"] and not (gds.get("nvidia") or {}).get("driver_loaded"):
         failures.append("no NVIDIA driver loaded (%s); install the GPU driver first, or set require_driver=false to "
                         "provision GDS before the driver" % gds.get("reason"))
-    if gds.get("secure_boot") == "enabled" and not policy.get("mok_key"):
-        text = ("Secure Boot is enabled and no MOK key is set (mok_key): the DKMS-built nvidia-fs module would be "
-                "refused at load time; enroll a MOK key")
+    # the nvidia_fs module's own check, over what the facts asked mokutil (gds.mok)
+    mok = dict(gds.get("mok") or {}, configured=bool(policy.get("mok_key")))
+    text = _hostparse.secure_boot_problem(gds.get("secure_boot") == "enabled", mok)
+    if text:
         if policy["fail_on_secure_boot"]:
-            failures.append(text + " or set fail_on_secure_boot=false")
+            failures.append(text + " Or set fail_on_secure_boot=false to go on anyway.")
         else:
             warnings.append(text)
     return failures, warnings

@@ -114,3 +114,9 @@ def test_module_warnings_are_kept_beside_the_preflight_warnings():
     assert result["warnings"] == out["warnings"]
     result, _execute = run_action({"preflight": {}}, out)
     assert result["warnings"][0] == out["warnings"][0] and result["warnings"][1].startswith("Secure Boot is enabled")
+
+
+def test_the_preflight_mok_cert_is_asked_about_on_the_host():
+    """With Secure Boot on, the facts ask mokutil about the signing certificate (issue 18)."""
+    _result, execute = run_action({"preflight": {"mok_key": "/k.priv", "mok_cert": "/k.der"}, "facts": {"probe": False}})
+    assert execute.call_args.kwargs["module_args"]["facts"] == {"probe": False, "mok_cert": "/k.der"}

@@ -134,7 +134,7 @@ def test_preflight_mlnx_and_doca_mixed(host):
 def test_preflight_unsupported_os_and_override(host):
     host.write("etc/os-release", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n')
     _expect_preflight(host, "unsupported_os")
-    res = run(host, {"allow_unsupported_os": True})
+    res = run(host, {"unsupported_os": "warn"})
     assert res["changed"] and not res.get("failed")
 
 
