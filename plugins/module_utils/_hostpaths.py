@@ -72,6 +72,7 @@ PATHS = {
     "dpkg_lock_backend": ("file", "/var/lib/dpkg/lock"),
     "rpm_lock": ("file", "/var/lib/rpm/.rpm.lock"),
     "apt_sources_d": ("file", "/etc/apt/sources.list.d"),
+    "apt_lists": ("file", "/var/lib/apt/lists"),
     "yum_repos_d": ("file", "/etc/yum.repos.d"),
     "dkms_framework_d": ("file", "/etc/dkms/framework.conf.d"),
     "ofed_info_bin": ("file", "/usr/bin/ofed_info"),

@@ -19,6 +19,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils import _kmod as 
 from ansible_collections.gpudirect.storage.plugins.module_utils import _nvfs as nvfs
 from ansible_collections.gpudirect.storage.plugins.module_utils import _ofed as ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils import _packages as pk
+from ansible_collections.gpudirect.storage.plugins.module_utils import _repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._runner import CommandError
 
 MODULE = "nvidia-fs"          # DKMS module / package stem / file names
@@ -43,6 +44,7 @@ def split_spec(spec):
 
 class NvidiaFs(object):
     def __init__(self, module, paths, runner, backend, result):
+        self.installed_now = {}  # the package db as the package plan saw it
         self.m = module
         self.p = module.params
         self.paths = paths
@@ -186,16 +188,40 @@ class NvidiaFs(object):
         if os_problem:  # unsupported_os=warn, or preflight would have failed
             self.m.warn(os_problem + "; going on because unsupported_os=warn")
         repo_change = self.repo(lock_first=True)
+        try:
+            plan = self.plan_with_repo(repo_change, facts, names, installed, available, specs)
+        except BaseException:
+            self.revert(repo_change)  # the repository file and the package index as before
+            raise
+        if repo_change:
+            repo_change.commit()
+        target = facts["nvfs_version"]
+        changes = self.files()
+        if plan["install"] and not self.check:
+            self.wait_lock()  # before the first write: a held lock must leave the host as found
+        # The signing drop-in goes first: the package's own DKMS build must already sign.
+        self.apply_files(changes, ("mok",))
+        self.packages(self.installed_now, plan)
+        self.dkms(target, bool(plan["install"]))
+        if p["load"]:
+            self.load()
+        self.apply_files(changes, ("modules_load", "modprobe"))
+        self.finish(changes)
+
+    def plan_with_repo(self, repo_change, facts, names, installed, available, specs):
+        """Stage 2 (needs the repository's metadata): the version rules and the package plan."""
+        p = self.p
+        self.installed_now = installed
         if repo_change and self.check and facts["nvfs_version_error"]:
             self.m.warn("nvidia-fs versions of the new repository are unknown in check mode")
             facts["nvfs_version_error"] = None
         elif repo_change:
             installed, available = self.backend.query(names)
+            self.installed_now = installed
             facts["nvfs_version"], facts["nvfs_version_error"] = self.target_version(installed, available, facts["driver"])
         # Stage 2: the version rules (driver, open/proprietary module).
         fails = nvfs.preflight(facts, p)
         if fails:
-            self.revert(repo_change)
             raise nvfs.PreflightError(fails)
         target = facts["nvfs_version"]
         self.r["nvidia_fs_version"] = self.r["preflight"]["nvfs_version"] = target
@@ -204,19 +230,8 @@ class NvidiaFs(object):
                 specs[name] = target
         plan = pk.plan_packages(installed, available, specs, "present", strict=not (self.check and repo_change))
         if plan["errors"]:
-            self.revert(repo_change)
             raise pk.PackageError("; ".join(plan["errors"]) + ". Nothing was changed.")
-        changes = self.files()
-        if plan["install"] and not self.check:
-            self.wait_lock()  # before the first write: a held lock must leave the host as found
-        # The signing drop-in goes first: the package's own DKMS build must already sign.
-        self.apply_files(changes, ("mok",))
-        self.packages(installed, plan)
-        self.dkms(target, bool(plan["install"]))
-        if p["load"]:
-            self.load()
-        self.apply_files(changes, ("modules_load", "modprobe"))
-        self.finish(changes)
+        return plan
 
     def wait_lock(self):
         pk.wait_for_locks(self.paths, [getattr(self.paths, n) for n in self.backend.lock_names],
@@ -236,21 +251,23 @@ class NvidiaFs(object):
         ch = kmod.plan_file(path, text)
         if ch["action"] == "none":
             return None
+        problems = guard.repo_problems(repo, self.paths, self.backend.family, self.runner)
+        if problems:  # checked before written: a repository that cannot work breaks every apt-get update
+            raise nvfs.PreflightError([{"check": "repository", "msg": m} for m in problems])
         if lock_first and not self.check:
             self.wait_lock()
+        write = guard.RepoWrite(self.m, self.paths, self.backend, ch, self.r)
+        write.apply()
         self.diffs.append(kmod.file_diff(ch))
-        kmod.apply_file(self.m, ch, backup=False)
-        self.act("%s %s" % (ch["action"], path))
-        self.backend.refresh()
-        self.act("refresh package metadata")
-        return ch
+        return write
 
     def revert(self, change):
-        """Put a repository file back after a later check failed (host left as found)."""
-        if not change or self.check:
-            return
-        kmod.apply_file(self.m, dict(change, current=change["desired"], desired=change["current"],
-                                     action="remove" if change["current"] is None else "update"), backup=False)
+        """Put the repository file and the package index back after a later step failed, and
+        take its actions back out of the result (host and result as found)."""
+        if change:
+            change.undo()
+            if kmod.file_diff(change.change) in self.diffs:
+                self.diffs.remove(kmod.file_diff(change.change))
 
     def packages(self, installed, plan):
         if not (plan["install"] or plan["remove"]):

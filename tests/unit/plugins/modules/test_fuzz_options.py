@@ -180,6 +180,8 @@ def _fake_host_run(main, args, available):
         with pytest.MonkeyPatch.context() as mp:
             host = FakeHost(pathlib.Path(tmp), mp)
             host.available = dict(available)
+            host.write(REPO["signed_by"].lstrip("/"), "key\n")  # the repository works (it is checked first)
+            (host.root / REPO["path"].lstrip("/")).mkdir(parents=True)
             before = host.snapshot()
             result = host.run(main, args)
             changes = list(host.mutating_calls())

@@ -261,6 +261,8 @@ def test_secure_boot_with_enrolled_mok_signs_builds(host):
 
 def test_repo_is_written_signed_and_metadata_refreshed(host):
     args = {"repo": {"path": "/srv/cuda-local", "signed_by": "/etc/apt/keyrings/cuda.gpg"}}
+    host.write("etc/apt/keyrings/cuda.gpg", "key\n")
+    (host.root / "srv/cuda-local").mkdir(parents=True)
     before = host.snapshot()
     res = run(host, args, check_mode=True, diff=True)
     assert res["changed"] and host.snapshot() == before and host.mutating_calls() == []

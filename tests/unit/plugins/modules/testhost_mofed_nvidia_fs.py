@@ -166,6 +166,19 @@ class FakeHost(object):
                     for key in [k for k in self.dkms if k[0] == "nvidia-fs"]:
                         del self.dkms[key]
             return 0, "", ""
+        if verb == "update":  # fetch each configured source's index into /var/lib/apt/lists
+            return self._apt_update()
+        return 0, "", ""
+
+    def _apt_update(self):
+        sources = self.root / "etc/apt/sources.list.d"
+        lists = self.root / "var/lib/apt/lists"
+        lists.mkdir(parents=True, exist_ok=True)
+        for src in sorted(sources.glob("*.sources")) if sources.is_dir() else []:
+            for line in src.read_text().splitlines():
+                if line.startswith("URIs: "):
+                    name = line[6:].split(":", 1)[-1].strip("/").replace("/", "_") + "_._Packages"
+                    (lists / name).write_text("Package: from %s\n" % line[6:])
         return 0, "", ""
 
     def cmd_rpm(self, rest):
