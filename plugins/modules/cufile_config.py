@@ -14,7 +14,7 @@ description:
     host's libcufile release ships, the file on the host, or nothing) with O(settings) merged over it,
     or from a complete file given in O(src).
   - B(Nothing the user did not ask for changes.) With none of O(settings), O(src) and O(base) set, the
-    file at O(path) (or the CUDA update-alternatives link there, or its absence) is kept as it is: it is
+    file at O(path) (or the CUDA update-alternatives link there, or its absence) is kept as it is - it is
     read, validated against the host's libcufile release and reported (RV(kept), RV(valid), findings as
     warnings), never rewritten.
   - B(Validates before touching anything.) The planned document is checked on the controller against

@@ -13,7 +13,7 @@ description:
   - Runs M(gpudirect.storage.gds_facts) on the host (one round trip; by default without the
     probe), sets C(ansible_facts.gds), and checks on the controller - the OS and architecture are
     supported, C(/) has room for the packages and the DKMS build, Secure Boot will not refuse the
-    DKMS-built nvidia-fs module (the same check as M(gpudirect.storage.nvidia_fs): a MOK key pair
+    DKMS-built nvidia-fs module (the same check as M(gpudirect.storage.nvidia_fs) - a MOK key pair
     whose certificate is enrolled, or an enrolled DKMS default key), and, when asked for, an
     NVIDIA driver is loaded.
   - A failed check fails the host with a message that names the option to change; a check that
