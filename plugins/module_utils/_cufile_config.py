@@ -30,6 +30,7 @@ import time
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, parse)
 from ansible_collections.gpudirect.storage.plugins.module_utils import _cufile_shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile_shipped import ReleaseError, host_libcufile
 from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
 
 
@@ -123,54 +124,6 @@ def managed(params):
     """Did the user ask for a file? Without settings, src or base the host's file is kept as it
     is (validated and reported, never rewritten): nothing a user did not ask for changes."""
     return bool(params.get("settings") or params.get("src") or params.get("base"))
-
-
-def host_libcufile(paths=None):
-    """The libcufile the host's GDS applications load, found as gds_facts finds it:
-    {"path": ..., "version": "1.15.1" or None}."""
-    from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts import Collector
-    lib = Collector(paths or HostPaths(), None).libraries()["libcufile"]
-    return {"path": lib.get("path"), "version": lib.get("version")}
-
-
-def choose_release(requested, host, check_mode):
-    """(release, source, warning): the libcufile release (major.minor) whose schema and shipped
-    file the document is for - never one other than the host's. ``requested``: the
-    cufile_version option (``auto`` or a release); ``host``: :func:`host_libcufile`."""
-    host_release = _cufile_shipped.release_key(host.get("version"))
-    if requested and requested != "auto":
-        wanted = _cufile_shipped.release_key(requested)
-        if wanted is None:
-            raise CufileConfigError("cufile_version %r: expected auto or a libcufile release such as %s"
-                                    % (requested, _cufile_shipped.NEWEST))
-        if host_release and host_release != wanted:
-            raise CufileConfigError("cufile_version is %s, but the host's libcufile is %s (%s): the file would be written "
-                                    "for a release the host does not run; set cufile_version: auto (or %s); nothing was written"
-                                    % (requested, host["version"], host["path"], host_release))
-        return wanted, "cufile_version", None
-    if host_release:
-        return host_release, "host", None
-    if host.get("path"):
-        raise CufileConfigError("cufile_version auto: the host's libcufile %s carries no release in its file name; "
-                                "set cufile_version to its release (e.g. %s); nothing was written"
-                                % (host["path"], _cufile_shipped.NEWEST))
-    if check_mode:
-        return _cufile_shipped.NEWEST, "assumed", (
-            "cufile_version auto: no libcufile on the host yet (the nvidia_fs stage installs it); planned against "
-            "libcufile %s, the host's release is checked again when the task runs" % _cufile_shipped.NEWEST)
-    raise CufileConfigError("cufile_version auto: no libcufile on the host to take the release from; install the GDS "
-                            "user space first (the nvidia_fs role's libcufile-<cuda> package) or set cufile_version; "
-                            "nothing was written")
-
-
-def known_release(release, source, host):
-    """Refuse a release the collection has no schema or shipped file for, naming the known ones."""
-    if _cufile_shipped.release(release) is None:
-        whose = "the host's libcufile %s" % host.get("version") if source == "host" else "libcufile %s" % release
-        raise CufileConfigError("%s is unknown to the collection (known releases: %s): it can neither validate a "
-                                "cufile.json for it nor start from its shipped defaults; nothing was written. Leave "
-                                "the cufile options unset to keep the host's file as it is"
-                                % (whose, ", ".join(_cufile_shipped.known_releases())))
 
 
 def desired_document(base, settings, current, src_document=None, release=_cufile_shipped.NEWEST):
@@ -380,8 +333,11 @@ def run_plan(module):
     if problems:
         raise CufileConfigError("; ".join(problems) + "; nothing was written")
     host = host_libcufile()
-    release, source, warning = choose_release(p["cufile_version"], host, module.check_mode)
-    known_release(release, source, host)
+    try:
+        release, source, warning = _cufile_shipped.choose_release(p["cufile_version"], host, module.check_mode)
+        _cufile_shipped.known_release(release, source, host)
+    except ReleaseError as exc:
+        raise CufileConfigError(str(exc))
     if warning:
         module.warn(warning)
     base = "src" if (p["src"] or internal.get("src_text") is not None) else (p["base"] or "shipped")
@@ -436,12 +392,12 @@ def _keep(module, current, result):
     p = module.params
     host = host_libcufile()
     try:
-        release, source, note = choose_release("auto", host, True)
-        known_release(release, source, host)
+        release, source, note = _cufile_shipped.choose_release("auto", host, True)
+        _cufile_shipped.known_release(release, source, host)
         if source == "assumed":
             note = ("no libcufile on the host: validated against libcufile %s, the newest release the collection knows"
                     % release)
-    except CufileConfigError as exc:
+    except ReleaseError as exc:
         release, source, note = None, "unknown", str(exc).split("; nothing was written")[0] + ": not validated"
     result.update(changed=False, reasons=[], kept=True, base="keep", cufile=current.document,
                   current=current.document, current_text=current.text() if current.exists else None,

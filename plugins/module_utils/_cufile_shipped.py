@@ -19,6 +19,12 @@ from __future__ import annotations
 
 import copy
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths import HostPaths
+
+
+class ReleaseError(ValueError):
+    """No release to write for, or not the host's; ``str()`` is the message for the task."""
+
 _SHIPPED_1_15 = {
     "logging": {
         "level": "ERROR",
@@ -106,6 +112,54 @@ def known_releases():
 def release(version):
     """The table entry for libcufile ``version`` ("1.15" or "1.15.1"), or None when unknown."""
     return RELEASES.get(release_key(version))
+
+
+def host_libcufile(paths=None):
+    """The libcufile the host's GDS applications load, found as gds_facts finds it:
+    {"path": ..., "version": "1.15.1" or None}."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils._gds_facts import Collector
+    lib = Collector(paths or HostPaths(), None).libraries()["libcufile"]
+    return {"path": lib.get("path"), "version": lib.get("version")}
+
+
+def choose_release(requested, host, check_mode):
+    """(release, source, warning): the libcufile release (major.minor) whose schema and shipped
+    file the document is for - never one other than the host's. ``requested``: the
+    cufile_version option (``auto`` or a release); ``host``: :func:`host_libcufile`."""
+    host_release = release_key(host.get("version"))
+    if requested and requested != "auto":
+        wanted = release_key(requested)
+        if wanted is None:
+            raise ReleaseError("cufile_version %r: expected auto or a libcufile release such as %s"
+                               % (requested, NEWEST))
+        if host_release and host_release != wanted:
+            raise ReleaseError("cufile_version is %s, but the host's libcufile is %s (%s): the file would be written "
+                               "for a release the host does not run; set cufile_version: auto (or %s); nothing was written"
+                               % (requested, host["version"], host["path"], host_release))
+        return wanted, "cufile_version", None
+    if host_release:
+        return host_release, "host", None
+    if host.get("path"):
+        raise ReleaseError("cufile_version auto: the host's libcufile %s carries no release in its file name; "
+                           "set cufile_version to its release (e.g. %s); nothing was written"
+                           % (host["path"], NEWEST))
+    if check_mode:
+        return NEWEST, "assumed", (
+            "cufile_version auto: no libcufile on the host yet (the nvidia_fs stage installs it); planned against "
+            "libcufile %s, the host's release is checked again when the task runs" % NEWEST)
+    raise ReleaseError("cufile_version auto: no libcufile on the host to take the release from; install the GDS "
+                       "user space first (the nvidia_fs role's libcufile-<cuda> package) or set cufile_version; "
+                       "nothing was written")
+
+
+def known_release(key, source, host):
+    """Refuse a release the collection has no schema or shipped file for, naming the known ones."""
+    if release(key) is None:
+        whose = "the host's libcufile %s" % host.get("version") if source == "host" else "libcufile %s" % key
+        raise ReleaseError("%s is unknown to the collection (known releases: %s): it can neither validate a "
+                           "cufile.json for it nor start from its shipped defaults; nothing was written. Leave "
+                           "the cufile options unset to keep the host's file as it is"
+                           % (whose, ", ".join(known_releases())))
 
 
 def shipped(version=NEWEST):
