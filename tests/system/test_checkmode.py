@@ -208,8 +208,14 @@ def test_a_hand_written_cufile_json_survives_site_yml_with_default_role_variable
     after = fleet_snapshot(fleet)
     for host in hosts:
         assert snapshot_changes(before[host], after[host]) == [], host
-        cufile_json = os.path.join(host_root(fleet.name, host), "etc", "cufile.json")
-        assert os.path.islink(cufile_json) is (host == linked)
+        root = host_root(fleet.name, host)
+        cufile_json = os.path.join(root, "etc", "cufile.json")
+        if host == linked:  # the links point inside the host's root: follow them there
+            assert os.readlink(cufile_json) == "/etc/alternatives/cufile.json"
+            assert os.readlink(os.path.join(root, "etc/alternatives/cufile.json")) == "/usr/local/cuda-13.0/gds/cufile.json"
+            cufile_json = os.path.join(root, "usr/local/cuda-13.0/gds/cufile.json")
+        else:
+            assert not os.path.islink(cufile_json) and os.stat(cufile_json).st_mode & 0o777 == 0o600
         with open(cufile_json, "rb") as f:
             assert f.read() == HAND_WRITTEN, host
     results = reported(out)
