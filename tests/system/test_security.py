@@ -305,7 +305,7 @@ def test_cufile_temp_file_is_0600_and_gone_after_success_and_failure(tmp_path, m
         return real_move(self, src, dest, *args, **kwargs)
     monkeypatch.setattr(basic.AnsibleModule, "atomic_move", atomic_move)
     target = tmp_path / "cufile.json"
-    planned = plan(target, settings={"properties": {"io_batchsize": 64}})
+    planned = plan(target, settings={"properties": {"io_batchsize": 64}}, cufile_version="1.15")  # no libcufile here
     assert not apply(target, planned).get("failed") and target.exists()
     assert moved == [0o600]
     spy.check()
@@ -314,7 +314,7 @@ def test_cufile_temp_file_is_0600_and_gone_after_success_and_failure(tmp_path, m
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(basic.AnsibleModule, "atomic_move", broken_move)
     before = target.read_bytes()
-    planned = plan(target, settings={"properties": {"io_batchsize": 128}})
+    planned = plan(target, settings={"properties": {"io_batchsize": 128}}, cufile_version="1.15")
     failed = apply(target, planned)
     assert failed.get("failed") and "No space left on device" in failed["msg"], failed
     assert target.read_bytes() == before

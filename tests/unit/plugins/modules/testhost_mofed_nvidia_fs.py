@@ -19,6 +19,7 @@ from unittest import mock
 
 from ansible.module_utils import basic
 
+from ansible_collections.gpudirect.storage.plugins.module_utils import _hostpaths
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
 KVER = "6.8.0-86-generic"
@@ -43,6 +44,12 @@ class FakeHost(object):
         self.mok_enrolled = set()
         self.postinst_dkms = True
         self.missing = set(["dnf", "rpm"] if family == "apt" else ["apt-get", "dpkg-query"])
+        # a test host: the GPUDIRECT_* seams are honoured, as on a lab host with the lab marker
+        marker = tmp_path / "lab-test-seams"
+        marker.write_text("FakeHost\n")
+        marker.chmod(0o644)
+        monkeypatch.setattr(_hostpaths, "LAB_MARKER", str(marker))
+        monkeypatch.setattr(_hostpaths, "_MARKER_UID", os.stat(str(marker)).st_uid)
         monkeypatch.setenv("GPUDIRECT_HOST_ROOT", str(self.root))
         monkeypatch.setenv("GPUDIRECT_PROC_ROOT", str(self.proc))
         monkeypatch.delenv("GPUDIRECT_BIN_DIR", raising=False)
