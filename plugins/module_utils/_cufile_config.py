@@ -345,8 +345,8 @@ def run_plan(module):
     if warning:
         result["libcufile"]["note"] = warning
     if base == "shipped":
-        result["base_release"] = "libcufile %s (CUDA %s)" % (_cufile_shipped.RELEASES[release]["libcufile"],
-                                                           _cufile_shipped.RELEASES[release]["cuda"])
+        entry = _cufile_shipped.RELEASES[release]
+        result["base_release"] = "libcufile %s (CUDA %s)" % (entry["libcufile"], entry["cuda"])
     src_document = None
     if internal.get("src_text") is not None:
         src_document = load_src(internal["src_text"], p["src"])
@@ -398,7 +398,7 @@ def _keep(module, current, result):
             note = ("no libcufile on the host: validated against libcufile %s, the newest release the collection knows"
                     % release)
     except ReleaseError as exc:
-        release, source, note = None, "unknown", str(exc).split("; nothing was written")[0] + ": not validated"
+        release, source, note = None, "unknown", str(exc).split("; nothing was written", maxsplit=1)[0] + ": not validated"
     result.update(changed=False, reasons=[], kept=True, base="keep", cufile=current.document,
                   current=current.document, current_text=current.text() if current.exists else None,
                   libcufile=dict(host, release=release, source=source), host={"nvidia_fs": nvidia_fs_loaded()},

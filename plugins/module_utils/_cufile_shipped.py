@@ -25,6 +25,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._hostpaths impor
 class ReleaseError(ValueError):
     """No release to write for, or not the host's; ``str()`` is the message for the task."""
 
+
 _SHIPPED_1_15 = {
     "logging": {
         "level": "ERROR",

@@ -44,6 +44,7 @@ def seam(name, environ=None):
     value = (os.environ if environ is None else environ).get(name)
     return value if value and seams_enabled() else None
 
+
 # name -> (kind, absolute path on a real host). kind "proc" is re-rooted by proc_root.
 PATHS = {
     "proc_modules": ("proc", "/proc/modules"),

@@ -47,8 +47,8 @@ def test_lab_config_relaxes_only_the_lab():
 
 
 def test_lab_config_shares_everything_else_with_the_root_config():
-    _, root = effective(None)
-    _, lab = effective(os.path.join(ROOT, "lab", "ansible.cfg"))
+    root = effective(None)[1]
+    lab = effective(os.path.join(ROOT, "lab", "ansible.cfg"))[1]
     lab_only = {"host_key_checking", "default_host_list", "config_file", "ssh_args"}
     assert dict((k, v) for k, v in lab.items() if k.lower() not in lab_only) == \
         dict((k, v) for k, v in root.items() if k.lower() not in lab_only)

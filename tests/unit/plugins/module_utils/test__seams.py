@@ -78,7 +78,6 @@ def test_variables_alone_change_nothing_on_a_normal_host(seam_env, monkeypatch, 
 
 def test_a_module_reads_the_real_host_without_the_marker(seam_env, monkeypatch, tmp_path):
     """gds_facts run with the variables set reads the real /etc and /proc, not the tree."""
-    tree, _ = seam_env
     host, proc = standin.fake_host(str(tmp_path / "standin"), nvidia=False)
     monkeypatch.setenv("GPUDIRECT_HOST_ROOT", host)
     monkeypatch.setenv("GPUDIRECT_PROC_ROOT", proc)
@@ -100,5 +99,5 @@ def test_lab_marker_switches_the_seams_on(seam_env):
 
 def test_the_marker_is_a_fixed_host_path_no_seam_moves(seam_env):
     """HostPaths re-roots its PATHS; the marker is none of them, so a seam cannot forge it."""
-    assert _hostpaths.LAB_MARKER not in [path for _, path in _hostpaths.PATHS.values()]
+    assert _hostpaths.LAB_MARKER not in [entry[1] for entry in _hostpaths.PATHS.values()]
     assert seams_enabled() and HostPaths().root != "/"

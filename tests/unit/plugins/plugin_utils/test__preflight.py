@@ -145,7 +145,7 @@ def test_one_os_table_decides_for_nvidia_fs_preflight_and_gpu_operator():
         entry = _hostparse.GDS_SUPPORTED_OS.get(os_id) or {"versions": (), "bare_metal": False, "gpu_operator": False}
         in_table = entry["versions"] is None or any(version == v or version.startswith(v + ".") for v in entry["versions"])
         bare = bool(entry["bare_metal"] and in_table)
-        host = facts(host__os={"id": os_id, "version_id": version, "major": version.split(".")[0],
+        host = facts(host__os={"id": os_id, "version_id": version, "major": version.split(".", maxsplit=1)[0],
                                "distribution": os_id.capitalize()})
         assert (_preflight.checks(host, POLICY)[0] == []) is bare, (os_id, version)
         assert (_nvfs.unsupported_os({"id": os_id, "version_id": version}) is None) is bare, (os_id, version)
