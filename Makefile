@@ -16,7 +16,8 @@ LAB_INVENTORY := inventories/lab/hosts.yml
 COLLECTION_LINK := build/collections/ansible_collections/gpudirect/storage
 SANITY_ROOT := build/sanity/ansible_collections/gpudirect/storage
 PY312 ?= /root/.pyenv/versions/3.12.1/bin/python3
-export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# The lab settings (lab inventory, no host key checking); the root ansible.cfg is the safe one.
+export ANSIBLE_CONFIG := $(CURDIR)/lab/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 

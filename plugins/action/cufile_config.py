@@ -21,7 +21,8 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action i
     INTERNAL, failed, lint_plan, option, prepare)
 
 MODULE = "gpudirect.storage.cufile_config"
-FORWARD = ("path", "cufile", "link_target", "reasons", "backup_file", "diff")
+FORWARD = ("path", "cufile", "link_target", "reasons", "backup_file", "diff", "base", "base_release", "libcufile",
+           "kept", "validation_note", "msg")
 
 
 class ActionModule(ActionBase):
@@ -44,8 +45,10 @@ class ActionModule(ActionBase):
         findings = []
         if state == "present":
             lint = lint_plan(plan, args, src_text, version)
-            findings = lint.findings
-            if not lint.ok:
+            findings = lint.findings if lint else []
+            if plan.get("kept"):  # the host's own file: reported, never failed over, never rewritten
+                result["valid"] = lint.ok if lint else None
+            elif not lint.ok:
                 return dict(result, **failed(findings, path))
             warnings += [f.message for f in findings]
         result.update((k, plan.get(k)) for k in FORWARD if k in plan)

@@ -25,7 +25,8 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results imp
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
-              "reload_required", "nvidia_fs_rebuild_required", "path", "findings", "preflight", "diff")
+              "reload_required", "nvidia_fs_rebuild_required", "path", "findings", "preflight", "diff",
+              "base", "base_release", "libcufile", "kept", "valid", "validation_note")
 
 
 def plan_line(stages, converged, gds):
@@ -68,6 +69,8 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("preflight: " + "; ".join(checked.error_messages))
             policy = checked.validated_parameters
         module_args = dict((k, v) for k, v in args.items() if k not in ACTION_ONLY and v is not None)
+        if policy is not None and policy.get("mok_cert"):  # as gds_preflight: is the MOK cert enrolled?
+            module_args["facts"] = dict(module_args.get("facts") or {}, mok_cert=policy["mok_cert"])
         if module_args.get("nvidia_fs"):
             module_args["nvidia_fs"] = dict((k, v) for k, v in module_args["nvidia_fs"].items()
                                             if k != "mok_key_passphrase")  # planning never signs
@@ -85,8 +88,10 @@ class ActionModule(ActionBase):
         if planned and not planned["failed"] and option(cufile, "state") == "present":
             # what cufile_config's action does after its plan phase: validate before anything is written
             lint = lint_plan(out["stages"]["cufile"], cufile, src_text, version)
-            planned["findings"] = [f.as_dict() for f in lint.findings]
-            if not lint.ok:
+            planned["findings"] = [f.as_dict() for f in lint.findings] if lint else []
+            if planned.get("kept"):  # the host's own file, kept as it is: reported, not failed over
+                planned["valid"] = lint.ok if lint else None
+            elif not lint.ok:
                 planned.update(failed=True, changed=False, msg=summarize(lint.findings, option(cufile, "path")))
         gds = out["ansible_facts"]["gds"]
         validate_cufile(gds)

@@ -25,7 +25,10 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
-        facts = self._execute_module(module_name=FACTS_MODULE, module_args=dict(args["facts"]), task_vars=task_vars)
+        facts_args = dict(args["facts"])
+        if args["mok_cert"]:  # with Secure Boot on, the host is asked whether it is enrolled
+            facts_args["mok_cert"] = args["mok_cert"]
+        facts = self._execute_module(module_name=FACTS_MODULE, module_args=facts_args, task_vars=task_vars)
         result.update(facts)
         gds = (result.get("ansible_facts") or {}).get("gds")
         if result.get("failed") or not isinstance(gds, dict):

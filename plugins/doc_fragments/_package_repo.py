@@ -17,6 +17,13 @@ options:
         a mounted ISO's C(DEBS)/C(RPMS) directory), written before installing to
         C(/etc/apt/sources.list.d/<name>.sources) (deb822 with C(Signed-By)) or
         C(/etc/yum.repos.d/<name>.repo) (C(gpgcheck=1)). Signature checks are never disabled.
+      - B(Checked before it is written), also in check mode - the key file exists on the host (or the
+        key is given inline), a local directory exists, and the host of a URL resolves and answers
+        (through the proxies of the environment or apt's C(Acquire::http(s)::Proxy)). Otherwise the task
+        fails naming the suboption, and nothing is written.
+      - When the task fails after writing it (the index refresh fails, or the repository lacks the
+        packages asked for), the file is put back (or removed) and so is the package index
+        (C(/var/lib/apt/lists), from a hard-link snapshot); the result then reports no change.
     type: dict
     suboptions:
       name:
@@ -38,7 +45,10 @@ options:
         elements: str
         default: []
       signed_by:
-        description: Keyring (apt C(Signed-By)) or key file (dnf C(gpgkey)) on the target.
+        description:
+          - Keyring (apt C(Signed-By)) or key file (dnf C(gpgkey)) on the target; it must exist there.
+          - With apt, the ASCII-armored public key itself (C(-----BEGIN PGP PUBLIC KEY BLOCK-----) ...)
+            is written into the source's C(Signed-By) field instead.
         type: path
         required: true
 """

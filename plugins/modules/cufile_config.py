@@ -10,11 +10,16 @@ module: cufile_config
 short_description: Manage /etc/cufile.json, validated against the libcufile key schema
 version_added: 0.1.0
 description:
-  - Writes the GPUDirect Storage configuration file C(cufile.json) from a base document (the CUDA 13.0
-    shipped file, the file on the host, or nothing) with O(settings) merged over it, or from a
-    complete file given in O(src).
+  - Writes the GPUDirect Storage configuration file C(cufile.json) from a base document (the file the
+    host's libcufile release ships, the file on the host, or nothing) with O(settings) merged over it,
+    or from a complete file given in O(src).
+  - B(Nothing the user did not ask for changes.) With none of O(settings), O(src) and O(base) set, the
+    file at O(path) (or the CUDA update-alternatives link there, or its absence) is kept as it is - it is
+    read, validated against the host's libcufile release and reported (RV(kept), RV(valid), findings as
+    warnings), never rewritten.
   - B(Validates before touching anything.) The planned document is checked on the controller against
-    the collection's JSON Schema of libcufile 1.15 (C(schemas/cufile-1.15.schema.json)) the way
+    the collection's JSON Schema of the host's libcufile release (C(schemas/cufile-<release>.schema.json),
+    today 1.15) the way
     libcufile reads it; every unknown or misplaced key (which libcufile silently ignores), wrong type
     or out-of-range value (which makes C(cuFileDriverOpen) fail with -22) and section of the wrong
     shape (which aborts the process) is reported at once with its JSON path, and nothing is written.
@@ -66,9 +71,11 @@ options:
     type: dict
   base:
     description:
-      - What O(settings) is merged over when O(src) is not given.
-      - V(shipped) (used when neither O(base) nor O(src) is set) is the cufile.json that CUDA 13.0
-        (libcufile 1.15.1) ships, without its comments.
+      - What O(settings) is merged over when O(src) is not given. Unset with O(settings) unset too
+        (and no O(src)), the file on the host is kept as it is.
+      - V(shipped) (used when only O(settings) are given) is the cufile.json that the host's libcufile
+        release ships (see O(cufile_version); libcufile 1.15.1 / CUDA 13.0 today), without its comments.
+        The result states it (RV(base), RV(base_release)).
       - V(current) is the file now at O(path) (it must parse), V(empty) is an empty document, so only
         O(settings) is written.
     type: str
@@ -97,16 +104,22 @@ options:
     type: path
   cufile_version:
     description:
-      - The libcufile release the file is validated for, one of V(1.13) to V(1.20) (a full version such as
-        V(1.17.1.22) selects its release). Each release's view comes from the 1.15 schema and the sweep of
-        the real libraries (C(schemas/cufile-releases.json)); a key the release does not read is accepted
-        with a warning naming the release (for example C(ignored by libcufile 1.13 - added in 1.16)), and a
-        wrong value is reported with that release's reaction (C(cuFileDriverOpen) -22 up to 1.18, 5002
-        from 1.19, an abort or a crash). An unknown release fails the task.
-      - O(base=shipped) is refused for every release but V(1.15), because the collection has only the file CUDA 13.0
-        ships.
+      - The libcufile release the file is for; it picks the release's view of the key schema and the
+        shipped defaults of O(base=shipped).
+      - V(auto) (the default) takes the release of the libcufile the host's applications load (C(libcufile.so.0) in
+        the CUDA and linker directories). A release given explicitly must be the host's; it is used as given
+        only on a host without libcufile. With V(auto) and no libcufile on the host, check mode plans against the
+        newest release that has a shipped file (with a warning) and a real run fails.
+      - Known releases are V(1.13) to V(1.20) (a full version such as V(1.17.1.22) selects its release). Each
+        release's view comes from the 1.15 schema and the sweep of the real libraries
+        (C(schemas/cufile-releases.json)); a key the release does not read is accepted with a warning naming the
+        release (for example C(ignored by libcufile 1.13 - added in 1.16)), and a wrong value is reported with
+        that release's reaction (C(cuFileDriverOpen) -22 up to 1.18, 5002 from 1.19, an abort or a crash). An
+        unknown release fails the task and nothing is written.
+      - O(base=shipped) is refused for every release but V(1.15), because the collection has only the file
+        CUDA 13.0 ships.
     type: str
-    default: "1.15"
+    default: auto
   mode:
     description: Permissions of the file (the module's default is V("0644")).
     type: raw
@@ -244,6 +257,42 @@ reasons:
   type: list
   elements: str
   sample: [content]
+kept:
+  description: True when no O(settings), O(src) or O(base) was set, so the host's file was left as it is.
+  returned: success, O(state=present)
+  type: bool
+  sample: true
+valid:
+  description: For a kept file, whether it passes validation (null when there is nothing to validate or the host's release is unknown).
+  returned: when RV(kept)
+  type: bool
+  sample: true
+base:
+  description: What the document was built from - V(keep), V(shipped), V(current), V(empty) or V(src).
+  returned: success, O(state=present)
+  type: str
+  sample: shipped
+base_release:
+  description: The shipped file used as V(shipped) base.
+  returned: when RV(base) is V(shipped)
+  type: str
+  sample: libcufile 1.15.1 (CUDA 13.0)
+libcufile:
+  description:
+    - The host's libcufile (C(path), C(version)) and the release used (C(release)) with where it came from
+      (C(source) - host, cufile_version, assumed in check mode without libcufile, unknown).
+  returned: success, O(state=present)
+  type: dict
+  sample: {"path": "/usr/local/cuda/lib64/libcufile.so.0", "version": "1.15.1", "release": "1.15", "source": "host"}
+validation_note:
+  description: Why a kept file was validated against another release than the host's, or not at all.
+  returned: sometimes
+  type: str
+msg:
+  description: For a kept file, what was left as it is.
+  returned: when RV(kept)
+  type: str
+  sample: /etc/cufile.json left as it is (a file) - no cufile option (settings, src, base) is set
 """
 
 from ansible.module_utils.basic import AnsibleModule

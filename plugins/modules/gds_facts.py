@@ -28,7 +28,9 @@ description:
     both and reports what the child printed.
   - The action plugin validates the returned cufile.json texts on the controller (the same
     validator as M(gpudirect.storage.cufile_config)) and adds C(gds.cufile.valid) and
-    C(gds.cufile.findings).
+    C(gds.cufile.findings), against the key schema of the host's libcufile release
+    (C(gds.cufile.libcufile_release); the newest known release when no libcufile is found, with a
+    C(note)); a release unknown to the collection is not validated (C(valid=null), C(validator) says why).
 extends_documentation_fragment:
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.FACTS
@@ -116,6 +118,12 @@ options:
         process. V(false) falls back to C(nvidia-smi) when the probe is off.
     type: bool
     default: true
+  mok_cert:
+    description:
+      - With Secure Boot enabled, the MOK certificate to ask C(mokutil --test-key) about (the one
+        nvidia-fs is signed with); the DKMS default keys are asked about too. The answer is C(gds.mok).
+        M(gpudirect.storage.gds_preflight) sets it from its own O(gpudirect.storage.gds_preflight#module:mok_cert).
+    type: path
 notes:
   - The probe needs root or write access to O(probe_path), and a GPU with enough free memory for
     two buffers of O(probe_size_mb).
@@ -222,6 +230,11 @@ ansible_facts:
         secure_boot:
           description: enabled, disabled or unknown.
           type: str
+        mok:
+          description:
+            - With Secure Boot enabled only - what C(mokutil --test-key) says of O(mok_cert) (C(cert),
+              C(enrolled), null when unknown) and of the DKMS default keys (C(default_enrolled)).
+          type: dict
         ofed:
           description: MOFED/DOCA-OFED flavor and version from C(ofed_info -s), or null.
           type: dict

@@ -121,7 +121,9 @@ RETURN = r"""
 stages:
   description:
     - Per planned stage, the stage module's check-mode result (C(changed), C(actions), C(reasons),
-      versions ...), with C(failed) and C(msg) when the stage failed.
+      versions ...), with C(failed) and C(msg) when the stage failed. The cufile stage also says what
+      its document is based on (C(base), C(base_release), C(libcufile)) or, with no cufile option set,
+      that the host's file is kept (C(kept), C(valid), C(findings)).
   returned: always
   type: dict
   sample: {mofed: {changed: false, failed: false, actions: []}, cufile: {changed: true, reasons: [content]}}

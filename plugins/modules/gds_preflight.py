@@ -12,9 +12,10 @@ version_added: 0.1.0
 description:
   - Runs M(gpudirect.storage.gds_facts) on the host (one round trip; by default without the
     probe), sets C(ansible_facts.gds), and checks on the controller - the OS and architecture are
-    supported, Python is recent enough, C(/) has room for the packages and the DKMS build, and,
-    when asked for, an NVIDIA driver is loaded and Secure Boot will not refuse an unsigned
-    nvidia-fs module.
+    supported, C(/) has room for the packages and the DKMS build, Secure Boot will not refuse the
+    DKMS-built nvidia-fs module (the same check as M(gpudirect.storage.nvidia_fs) - a MOK key pair
+    whose certificate is enrolled, or an enrolled DKMS default key), and, when asked for, an
+    NVIDIA driver is loaded.
   - A failed check fails the host with a message that names the variable of role
     gpudirect.storage.gds_preflight to change (C(gds_preflight_<option>), or C(nvidia_fs_mok_key))
     and a value that would pass; a check that is set to warn adds a warning instead. Changes
@@ -31,22 +32,21 @@ attributes:
     support: none
 options:
   supported_os:
-    description: Distribution (as Ansible's C(setup) names it) to accepted versions, full (V(22.04)) or major (V(9)).
+    description:
+      - os-release C(ID) (V(ubuntu), V(rhel), ...) to accepted C(VERSION_ID)s, full (V(22.04)) or a prefix (V(9)).
+      - Unset, the collection's one GDS support table (Ubuntu 22.04/24.04, RHEL/Rocky/AlmaLinux 9), which
+        M(gpudirect.storage.nvidia_fs) and M(gpudirect.storage.gpu_operator) use too.
     type: dict
-    default: {Ubuntu: ["22.04", "24.04"], RedHat: ["9"], Rocky: ["9"], AlmaLinux: ["9"]}
-  fail_on_unsupported_os:
-    description: Fail a host whose OS is not in O(supported_os); V(false) warns and goes on.
-    type: bool
-    default: true
+  unsupported_os:
+    description: A host whose OS is not supported - V(fail) it, or V(warn) and go on.
+    type: str
+    choices: [fail, warn]
+    default: fail
   supported_architectures:
     description: Accepted machine architectures.
     type: list
     elements: str
     default: [x86_64, aarch64]
-  min_python:
-    description: Oldest Python on the host that the collection's modules support.
-    type: str
-    default: "3.8"
   min_free_mb:
     description: Free MiB needed on C(/) for the packages and the DKMS build of nvidia-fs (V(0) skips the check).
     type: int
@@ -56,13 +56,21 @@ options:
     type: bool
     default: false
   fail_on_secure_boot:
-    description: Fail a host with Secure Boot enabled and no O(mok_key); V(false) warns.
+    description:
+      - Fail a host with Secure Boot enabled where the DKMS-built nvidia-fs module would not load - no
+        O(mok_key) and no enrolled DKMS default key, or the certificate O(mok_cert) not enrolled
+        (C(mokutil --test-key) on the host); V(false) warns.
     type: bool
     default: false
   mok_key:
     description:
       - The MOK key nvidia-fs will be signed with (O(gpudirect.storage.nvidia_fs#module:mok_key));
         only whether it is set matters here.
+    type: path
+  mok_cert:
+    description:
+      - The MOK certificate of O(mok_key) (O(gpudirect.storage.nvidia_fs#module:mok_cert)); with Secure Boot
+        on, the host is asked whether it is enrolled.
     type: path
   facts:
     description:
@@ -79,7 +87,7 @@ EXAMPLES = r"""
 - name: Refuse hosts without a driver, warn on an unsupported OS
   gpudirect.storage.gds_preflight:
     require_driver: true
-    fail_on_unsupported_os: false
+    unsupported_os: warn
 
 - name: Check the host and prove the data path as it is now
   gpudirect.storage.gds_preflight:

@@ -19,7 +19,8 @@ description:
     the nvidia-fs / CUDA packages; Secure Boot on with no enrolled signing key; missing kernel headers;
     MLNX_OFED and DOCA-OFED mixed; unsupported OS.
   - Paths (C(/proc), C(/sys), C(/etc), the DKMS tree) can be re-rooted with the environment variables
-    E(GPUDIRECT_PROC_ROOT) / E(GPUDIRECT_HOST_ROOT), and commands taken from E(GPUDIRECT_BIN_DIR) first (tests).
+    E(GPUDIRECT_PROC_ROOT) / E(GPUDIRECT_HOST_ROOT), and commands taken from E(GPUDIRECT_BIN_DIR) first (tests),
+    on lab hosts only (the root-owned marker C(/etc/gpudirect-storage/lab-test-seams)); elsewhere they change nothing.
 extends_documentation_fragment:
   - gpudirect.storage._package_repo
   - gpudirect.storage._attributes
@@ -49,7 +50,7 @@ options:
     elements: str
     default: [nvidia-fs-dkms, nvidia-fs]
   extra_packages:
-    description: Further packages, C(name) or C(name=version), e.g. C(libcufile-12-8), C(gds-tools-12-8), C(nvidia-gds).
+    description: Further packages, C(name) or C(name=version), e.g. C(libcufile-13-0), C(gds-tools-13-0), C(nvidia-gds).
     type: list
     elements: str
     default: []
@@ -74,10 +75,14 @@ options:
   mok_key_passphrase:
     description: Passphrase of O(mok_key), given to the signing tool as C(KBUILD_SIGN_PIN).
     type: str
-  allow_unsupported_os:
-    description: Run on an OS GDS does not support (anything but Ubuntu 22.04/24.04 and RHEL 9), e.g. Debian 12 lab hosts.
-    type: bool
-    default: false
+  unsupported_os:
+    description:
+      - What to do on an OS outside the GDS support table (Ubuntu 22.04/24.04, RHEL/Rocky/AlmaLinux 9; the
+        same table as M(gpudirect.storage.gds_preflight) and M(gpudirect.storage.gpu_operator)) -
+        V(fail) before anything changes, or V(warn) and go on (e.g. Debian 12 lab hosts).
+    type: str
+    choices: [fail, warn]
+    default: fail
   lock_timeout:
     description: Seconds to wait for the package manager lock before failing with the name of the process holding it.
     type: int
@@ -92,7 +97,7 @@ EXAMPLES = r"""
 - name: Install nvidia-fs matching the driver, load it with I/O counters and persist it
   gpudirect.storage.nvidia_fs:
     version: match_driver
-    extra_packages: [libcufile-12-8, gds-tools-12-8]
+    extra_packages: [libcufile-13-0, gds-tools-13-0]
     params:
       rw_stats_enabled: 1
 

@@ -304,7 +304,7 @@ def fatal(text, host):
 def ansible_env(report_dir=None, extra=None):
     from conftest import ROOT, VENV_BIN
     env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
-               ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_CONFIG=os.path.join(ROOT, "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_CALLBACK_RESULT_FORMAT="json", PYTHONUNBUFFERED="1")
     if report_dir:
         env["GDS_REPORT_DIR"] = str(report_dir)

@@ -20,7 +20,7 @@ APTREPO = os.path.join(ROOT, "build", "aptrepo")
 def run(argv, timeout=1800, env=None, cwd=ROOT, check=True):
     """Run argv; on failure the assertion shows the command and the tail of its output."""
     full_env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
-                    ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                    ANSIBLE_CONFIG=os.path.join(ROOT, "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                     PY_COLORS="0", NO_COLOR="1")
     full_env.update(env or {})
     res = subprocess.run(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

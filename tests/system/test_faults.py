@@ -26,7 +26,7 @@ from _reliability import (Playbook, cut_ssh, fatal, host_root, in_host, init_pid
                           restore_ssh, snapshot, snapshot_changes)
 from conftest import APTREPO
 
-NVFS_PACKAGES = ("nvidia-fs-dkms", "nvidia-fs", "libcufile-12-8", "gds-tools-12-8")
+NVFS_PACKAGES = ("nvidia-fs-dkms", "nvidia-fs", "libcufile-13-0", "gds-tools-13-0")
 KVER = "6.8.0-86-generic"
 
 

@@ -255,7 +255,7 @@ def test_kubeconfig_contents_never_appear_in_vvv_output(tmp_path):
         token = re.search(r"token: (\S+)", text).group(1)
         ca_data = re.search(r"certificate-authority-data: (\S+)", text).group(1)
         env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""),
-                   ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_CONFIG=os.path.join(ROOT, "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                    HELM_CACHE_HOME=str(tmp_path / "hc"), HELM_CONFIG_HOME=str(tmp_path / "hcfg"),
                    HELM_DATA_HOME=str(tmp_path / "hd"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "at"))
         env.pop("KUBECONFIG", None)
@@ -306,7 +306,7 @@ def test_cufile_temp_file_is_0600_and_gone_after_success_and_failure(tmp_path, m
         return real_move(self, src, dest, *args, **kwargs)
     monkeypatch.setattr(basic.AnsibleModule, "atomic_move", atomic_move)
     target = tmp_path / "cufile.json"
-    planned = plan(target, settings={"properties": {"io_batchsize": 64}})
+    planned = plan(target, settings={"properties": {"io_batchsize": 64}}, cufile_version="1.15")  # no libcufile here
     assert not apply(target, planned).get("failed") and target.exists()
     assert moved == [0o600]
     spy.check()
@@ -315,7 +315,7 @@ def test_cufile_temp_file_is_0600_and_gone_after_success_and_failure(tmp_path, m
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(basic.AnsibleModule, "atomic_move", broken_move)
     before = target.read_bytes()
-    planned = plan(target, settings={"properties": {"io_batchsize": 128}})
+    planned = plan(target, settings={"properties": {"io_batchsize": 128}}, cufile_version="1.15")
     failed = apply(target, planned)
     assert failed.get("failed") and "No space left on device" in failed["msg"], failed
     assert target.read_bytes() == before

@@ -4,7 +4,7 @@ import json
 
 
 def test_rdma_stack_and_nvidia_fs_packages_installed(host):
-    for name in ("doca-ofed", "nvidia-fs-dkms", "nvidia-fs", "libcufile-12-8", "gds-tools-12-8"):
+    for name in ("doca-ofed", "nvidia-fs-dkms", "nvidia-fs", "libcufile-13-0", "gds-tools-13-0"):
         assert host.package(name).is_installed, name
 
 

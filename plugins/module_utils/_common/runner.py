@@ -6,7 +6,7 @@
 Every command a module runs goes through :class:`Runner`: argv lists only (never a shell
 string), ``LC_ALL=C`` so parsers see stable output, binaries resolved with
 ``get_bin_path`` (optionally from ``GPUDIRECT_BIN_DIR`` first, so tests can put shims ahead of
-the real tools), commands that change the host skipped in check mode, and failures raised as
+the real tools - on lab hosts only, see ``_hostpaths.seams_enabled``), commands that change the host skipped in check mode, and failures raised as
 :class:`CommandError` carrying the command, rc and the tail of stderr.
 """
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import os
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostpaths as _hostpaths
 
 STDERR_TAIL_LINES = 20
 
@@ -73,7 +75,7 @@ class Runner(object):
         self.environ = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
         if environ:
             self.environ.update(environ)
-        extra = os.environ.get("GPUDIRECT_BIN_DIR")
+        extra = _hostpaths.seam("GPUDIRECT_BIN_DIR")  # lab hosts only
         self.bin_dirs = [d for d in (extra or "").split(os.pathsep) if d]
         self.bin_dirs += ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin"]
         self.history = []

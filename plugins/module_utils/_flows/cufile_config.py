@@ -29,8 +29,9 @@ import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, parse)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import SHIPPED_RELEASE, release_of
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import release_of
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped as _cufile_shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import ReleaseError, host_libcufile
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 
 
@@ -39,12 +40,12 @@ def argument_spec():
         path=dict(type="path", default="/etc/cufile.json"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         settings=dict(type="dict"),
-        base=dict(type="str", choices=["shipped", "current", "empty"]),
+        base=dict(type="str", choices=["shipped", "current", "empty"]),  # None: see managed()
         src=dict(type="path"),
         remote_src=dict(type="bool", default=False),
         backup=dict(type="bool", default=False),
         env_path_json=dict(type="path"),
-        cufile_version=dict(type="str", default="1.15"),
+        cufile_version=dict(type="str", default="auto"),
         mode=dict(type="raw", default="0644"),
         owner=dict(type="str", default="root"),
         group=dict(type="str", default="root"),
@@ -127,16 +128,24 @@ def shipped_refusal(base, src, version):
     if src or (base or "shipped") != "shipped":
         return None
     release = release_of(version) or str(version)
-    if release == SHIPPED_RELEASE:
+    if _cufile_shipped.release(release) is not None:
         return None
-    return ("base: shipped is the cufile.json of libcufile %s (CUDA 13.0), and no shipped file of libcufile %s "
-            "is known to the collection (no libcufile %s wheel carries one); set base: current or base: empty, "
-            "or give src" % (SHIPPED_RELEASE, release, release))
+    have = ", ".join("libcufile %s (CUDA %s)" % (k, e["cuda"]) for k, e in sorted(_cufile_shipped.RELEASES.items()))
+    return ("base: shipped is the cufile.json a CUDA release ships; the collection has that of %s, and no shipped "
+            "file of libcufile %s is known to the collection (no libcufile %s wheel carries one); set base: current "
+            "or base: empty, or give src; nothing was written" % (have, release, release))
 
 
-def desired_document(base, settings, current, src_document=None):
-    """The document to install: ``src_document`` or the base (``shipped`` / ``current`` / ``empty``),
-    with ``settings`` merged over it (a null in settings removes the key)."""
+def managed(params):
+    """Did the user ask for a file? Without settings, src or base the host's file is kept as it
+    is (validated and reported, never rewritten): nothing a user did not ask for changes."""
+    return bool(params.get("settings") or params.get("src") or params.get("base"))
+
+
+def desired_document(base, settings, current, src_document=None, release=_cufile_shipped.NEWEST):
+    """The document to install: ``src_document`` or the base (``shipped`` - of libcufile
+    ``release`` - / ``current`` / ``empty``), with ``settings`` merged over it (a null in
+    settings removes the key)."""
     if src_document is not None:
         start = src_document
     elif base == "current":
@@ -147,7 +156,7 @@ def desired_document(base, settings, current, src_document=None):
     elif base == "empty":
         start = {}
     else:
-        start = shipped()
+        start = _cufile_shipped.shipped(release)
     if settings:
         if not isinstance(start, dict):
             start = {}
@@ -334,9 +343,29 @@ def run_plan(module):
         if diff:
             result["diff"] = diff
         return result
+    if not managed(p):
+        return _keep(module, current, result)
     problems = attribute_problems(p)
     if problems:
         raise CufileConfigError("; ".join(problems) + "; nothing was written")
+    host = host_libcufile()
+    try:
+        release, source, warning = _cufile_shipped.choose_release(p["cufile_version"], host, module.check_mode)
+        _cufile_shipped.known_release(release, source, host)
+    except ReleaseError as exc:
+        raise CufileConfigError(str(exc))
+    refusal = shipped_refusal(p["base"], p["src"] or internal.get("src_text"), release)
+    if refusal:
+        raise CufileConfigError(refusal)
+    if warning:
+        module.warn(warning)
+    base = "src" if (p["src"] or internal.get("src_text") is not None) else (p["base"] or "shipped")
+    result.update(base=base, libcufile=dict(host, release=release, source=source))
+    if warning:
+        result["libcufile"]["note"] = warning
+    if base == "shipped":
+        entry = _cufile_shipped.RELEASES[release]
+        result["base_release"] = "libcufile %s (CUDA %s)" % (entry["libcufile"], entry["cuda"])
     src_document = None
     if internal.get("src_text") is not None:
         src_document = load_src(internal["src_text"], p["src"])
@@ -349,7 +378,7 @@ def run_plan(module):
         except UnicodeDecodeError:
             raise CufileConfigError("src %s is not UTF-8 text" % p["src"])
         src_document = load_src(data, p["src"])
-    desired = desired_document(p["base"] or "shipped", p["settings"], current, src_document)
+    desired = desired_document(p["base"] or "shipped", p["settings"], current, src_document, release)
     try:
         desired_text = dumps(desired)
     except ValueError as exc:
@@ -359,13 +388,47 @@ def run_plan(module):
         reasons.append("attributes")
     result.update(changed=bool(reasons), reasons=reasons, cufile=desired, desired_text=desired_text,
                   current=current.document, host={"nvidia_fs": nvidia_fs_loaded()},
-                  path_facts=host_path_facts(desired, internal.get("path_checks")))
+                  path_facts=host_path_facts(desired, _path_checks(internal, release)))
     if p["env_path_json"]:
         env = p["env_path_json"]
         result["env_text"] = _read_text(env, "env_path_json").decode("utf-8", "replace") if os.path.isfile(env) else None
     diff = _diff(module, current, desired_text)
     if diff:
         result["diff"] = diff
+    return result
+
+
+def _path_checks(internal, release):
+    """The schema's host-path specs for ``release``: the action sends them per release (it does
+    not know the host's release before this plan) or, for one given release, as a list."""
+    checks = internal.get("path_checks")
+    return checks.get(release) if isinstance(checks, dict) else checks
+
+
+def _keep(module, current, result):
+    """No cufile option set: the file (or link, or its absence) stays as it is. The plan returns
+    its text for the controller to validate against the host's release and report."""
+    p = module.params
+    host = host_libcufile()
+    try:
+        release, source, note = _cufile_shipped.choose_release("auto", host, True)
+        _cufile_shipped.known_release(release, source, host)
+        if source == "assumed":
+            note = ("no libcufile on the host: validated against libcufile %s, the newest release the collection knows"
+                    % release)
+    except ReleaseError as exc:
+        release, source, note = None, "unknown", str(exc).split("; nothing was written", maxsplit=1)[0] + ": not validated"
+    result.update(changed=False, reasons=[], kept=True, base="keep", cufile=current.document,
+                  current=current.document, current_text=current.text() if current.exists else None,
+                  libcufile=dict(host, release=release, source=source), host={"nvidia_fs": nvidia_fs_loaded()},
+                  path_facts=host_path_facts(current.document or {}, _path_checks(_internal(module), release) if release else None))
+    if note:
+        result["validation_note"] = note
+    if p["env_path_json"]:
+        env = p["env_path_json"]
+        result["env_text"] = _read_text(env, "env_path_json").decode("utf-8", "replace") if os.path.isfile(env) else None
+    where = "a symlink to %s" % current.link_target if current.is_link else ("a file" if current.exists else "absent")
+    result["msg"] = "%s left as it is (%s): no cufile option (settings, src, base) is set" % (current.path, where)
     return result
 
 

@@ -12,6 +12,7 @@ import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import targets
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as verdict_mod
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.collectors import Collector
 
@@ -34,6 +35,7 @@ def argument_spec():
         cufile_lib=dict(type="path"),
         cufile_env_path_json=dict(type="path"),
         gather_cuda=dict(type="bool", default=True),
+        mok_cert=dict(type="path"),
     )
 
 
@@ -142,6 +144,8 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
         "ofed": col.ofed(),
         "warnings": [auto_warning] if auto_warning else [],
     }
+    if facts["secure_boot"] == "enabled":  # would the DKMS-built nvidia-fs load? (gds_preflight asks)
+        facts["mok"] = _hostparse.mok_enrolment(runner, paths, params.get("mok_cert"))
     driver_evidence = nvidia["driver_loaded"] or libs["libcuda"] is not None
     want_probe = bool(params["probe"] and libs["libcufile"].get("path") and driver_evidence)
     # NVML is read in the child only when libnvidia-ml is on the library path: the child is a

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 def argument_spec():
     return dict(
-        supported_os=dict(type="dict", default={"Ubuntu": ["22.04", "24.04"], "RedHat": ["9"], "Rocky": ["9"],
-                                                "AlmaLinux": ["9"]}),
-        fail_on_unsupported_os=dict(type="bool", default=True),
+        supported_os=dict(type="dict"),  # None: _hostparse.GDS_SUPPORTED_OS (bare metal)
+        unsupported_os=dict(type="str", choices=["fail", "warn"], default="fail"),
         supported_architectures=dict(type="list", elements="str", default=["x86_64", "aarch64"]),
-        min_python=dict(type="str", default="3.8"),
         min_free_mb=dict(type="int", default=2048),
         require_driver=dict(type="bool", default=False),
         fail_on_secure_boot=dict(type="bool", default=False),
         mok_key=dict(type="path", no_log=False),
+        mok_cert=dict(type="path"),
         facts=dict(type="dict", default={"probe": False}),
     )

@@ -13,6 +13,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._common import m
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_ofed_info
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
@@ -45,7 +46,12 @@ def repo_change(module, paths, backend):
         fname, text = repos.render_dnf_repo(repo, "gpudirect-ofed")
         path = os.path.join(paths.yum_repos_d, fname)
     ch = managed_file.plan_file(path, text)
-    return None if ch["action"] == "none" else ch
+    if ch["action"] == "none":
+        return None
+    problems = guard.repo_problems(repo, paths, backend.family, backend.runner)
+    if problems:  # checked before written: a repository that cannot work breaks every apt-get update
+        raise pk.PackageError("; ".join(problems) + ". Nothing was written, nothing was changed.")
+    return ch
 
 
 def run(module, paths, runner, backend, result):
@@ -63,22 +69,26 @@ def run(module, paths, runner, backend, result):
     result["packages"]["before"] = dict((n, installed[n]) for n in wanted if n in installed)
     diffs = []
     ch = repo_change(module, paths, backend)
+    write = None
     if ch:
         if not module.check_mode:
             pk.wait_for_locks(paths, [getattr(paths, n) for n in backend.lock_names], backend.lock_timeout)
-        diffs.append(managed_file.file_diff(ch))
-        managed_file.apply_file(module, ch, backup=False)
-        backend.refresh()
-        result["actions"] += ["%s %s" % (ch["action"], ch["path"]), "refresh package metadata"]
-        result["changed"] = True
-        if not module.check_mode:
-            installed, available = backend.query(names)
+        write = guard.RepoWrite(module, paths, backend, ch, result)
+        write.apply()
+        try:
+            if not module.check_mode:
+                installed, available = backend.query(names)
+        except BaseException:
+            write.undo()
+            raise
     plan = pk.plan_packages(installed, available, wanted, strict=not (module.check_mode and ch))
     if plan["errors"]:
-        if ch and not module.check_mode:  # leave the host as found
-            managed_file.apply_file(module, dict(ch, current=ch["desired"], desired=ch["current"],
-                                                 action="remove" if ch["current"] is None else "update"), backup=False)
+        if write:  # leave the host as found: the repository file and the package index
+            write.undo()
         module.fail_json(msg="; ".join(plan["errors"]) + ". Nothing was changed.", **result)
+    if write:
+        write.commit()
+        diffs.append(managed_file.file_diff(ch))
     after = dict(result["packages"]["before"])
     if plan["install"]:
         diffs.append(pk.package_diff(installed, plan))

@@ -22,6 +22,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import o
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import select_version, version_matches
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
 MODULE = "nvidia-fs"          # DKMS module / package stem / file names
@@ -46,6 +47,7 @@ def split_spec(spec):
 
 class NvidiaFs(object):
     def __init__(self, module, paths, runner, backend, result):
+        self.installed_now = {}  # the package db as the package plan saw it
         self.m = module
         self.p = module.params
         self.paths = paths
@@ -118,18 +120,9 @@ class NvidiaFs(object):
 
     def mok_facts(self, secure_boot):
         p = self.p
-        out = {"configured": bool(p["mok_key"]), "cert": p["mok_cert"], "enrolled": None, "default_enrolled": False}
-        if not secure_boot or not self.runner.which("mokutil"):
-            return out
-        if p["mok_cert"]:
-            res = self.runner.run(["mokutil", "--test-key", p["mok_cert"]], check=False)
-            out["enrolled"] = "is already enrolled" in (res.stdout + res.stderr)
-        for cert in ("/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.der"):
-            if os.path.isfile(self.paths.under_root(cert)):
-                res = self.runner.run(["mokutil", "--test-key", cert], check=False)
-                if "is already enrolled" in (res.stdout + res.stderr):
-                    out["default_enrolled"] = True
-        return out
+        if not secure_boot:
+            return {"configured": bool(p["mok_key"]), "cert": p["mok_cert"], "enrolled": None, "default_enrolled": False}
+        return dict(nvfs.mok_enrolment(self.runner, self.paths, p["mok_cert"]), configured=bool(p["mok_key"]))
 
     def collect(self, installed, available):
         p = self.p
@@ -194,17 +187,44 @@ class NvidiaFs(object):
         fails = nvfs.preflight(dict(facts, nvfs_version=None, nvfs_version_error=None), p)
         if fails:
             raise nvfs.PreflightError(fails)
+        os_problem = nvfs.unsupported_os(facts["os"])
+        if os_problem:  # unsupported_os=warn, or preflight would have failed
+            self.m.warn(os_problem + "; going on because unsupported_os=warn")
         repo_change = self.repo(lock_first=True)
+        try:
+            plan = self.plan_with_repo(repo_change, facts, names, installed, available, specs)
+        except BaseException:
+            self.revert(repo_change)  # the repository file and the package index as before
+            raise
+        if repo_change:
+            repo_change.commit()
+        target = facts["nvfs_version"]
+        changes = self.files()
+        if plan["install"] and not self.check:
+            self.wait_lock()  # before the first write: a held lock must leave the host as found
+        # The signing drop-in goes first: the package's own DKMS build must already sign.
+        self.apply_files(changes, ("mok",))
+        self.packages(self.installed_now, plan)
+        self.dkms(target, bool(plan["install"]))
+        if p["load"]:
+            self.load()
+        self.apply_files(changes, ("modules_load", "modprobe"))
+        self.finish(changes)
+
+    def plan_with_repo(self, repo_change, facts, names, installed, available, specs):
+        """Stage 2 (needs the repository's metadata): the version rules and the package plan."""
+        p = self.p
+        self.installed_now = installed
         if repo_change and self.check and facts["nvfs_version_error"]:
             self.m.warn("nvidia-fs versions of the new repository are unknown in check mode")
             facts["nvfs_version_error"] = None
         elif repo_change:
             installed, available = self.backend.query(names)
+            self.installed_now = installed
             facts["nvfs_version"], facts["nvfs_version_error"] = self.target_version(installed, available, facts["driver"])
         # Stage 2: the version rules (driver, open/proprietary module).
         fails = nvfs.preflight(facts, p)
         if fails:
-            self.revert(repo_change)
             raise nvfs.PreflightError(fails)
         target = facts["nvfs_version"]
         self.r["nvidia_fs_version"] = self.r["preflight"]["nvfs_version"] = target
@@ -213,19 +233,8 @@ class NvidiaFs(object):
                 specs[name] = target
         plan = pk.plan_packages(installed, available, specs, "present", strict=not (self.check and repo_change))
         if plan["errors"]:
-            self.revert(repo_change)
             raise pk.PackageError("; ".join(plan["errors"]) + ". Nothing was changed.")
-        changes = self.files()
-        if plan["install"] and not self.check:
-            self.wait_lock()  # before the first write: a held lock must leave the host as found
-        # The signing drop-in goes first: the package's own DKMS build must already sign.
-        self.apply_files(changes, ("mok",))
-        self.packages(installed, plan)
-        self.dkms(target, bool(plan["install"]))
-        if p["load"]:
-            self.load()
-        self.apply_files(changes, ("modules_load", "modprobe"))
-        self.finish(changes)
+        return plan
 
     def wait_lock(self):
         pk.wait_for_locks(self.paths, [getattr(self.paths, n) for n in self.backend.lock_names],
@@ -245,21 +254,23 @@ class NvidiaFs(object):
         ch = managed_file.plan_file(path, text)
         if ch["action"] == "none":
             return None
+        problems = guard.repo_problems(repo, self.paths, self.backend.family, self.runner)
+        if problems:  # checked before written: a repository that cannot work breaks every apt-get update
+            raise nvfs.PreflightError([{"check": "repository", "msg": m} for m in problems])
         if lock_first and not self.check:
             self.wait_lock()
+        write = guard.RepoWrite(self.m, self.paths, self.backend, ch, self.r)
+        write.apply()
         self.diffs.append(managed_file.file_diff(ch))
-        managed_file.apply_file(self.m, ch, backup=False)
-        self.act("%s %s" % (ch["action"], path))
-        self.backend.refresh()
-        self.act("refresh package metadata")
-        return ch
+        return write
 
     def revert(self, change):
-        """Put a repository file back after a later check failed (host left as found)."""
-        if not change or self.check:
-            return
-        managed_file.apply_file(self.m, dict(change, current=change["desired"], desired=change["current"],
-                                             action="remove" if change["current"] is None else "update"), backup=False)
+        """Put the repository file and the package index back after a later step failed, and
+        take its actions back out of the result (host and result as found)."""
+        if change:
+            change.undo()
+            if managed_file.file_diff(change.change) in self.diffs:
+                self.diffs.remove(managed_file.file_diff(change.change))
 
     def packages(self, installed, plan):
         if not (plan["install"] or plan["remove"]):
@@ -378,7 +389,7 @@ def argument_spec():
         mok_key=dict(type="path"),
         mok_cert=dict(type="path"),
         mok_key_passphrase=dict(type="str", no_log=True),
-        allow_unsupported_os=dict(type="bool", default=False),
+        unsupported_os=dict(type="str", choices=["fail", "warn"], default="fail"),
         lock_timeout=dict(type="int", default=120),
         repo=copy.deepcopy(repos.REPO_ARG_SPEC),
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import merge_values
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait import gpu_candidates, node_os, os_text
 
@@ -32,8 +33,9 @@ OPEN_MODULE_MIN_GDS = (2, 17, 5)
 KERNEL_MODULE_TYPE_CHART = (25, 3, 0)
 _YAML_SPECIAL = re.compile(r"^(?:y|n|yes|no|true|false|on|off|null|~|[-+]?(?:\d[\d_]*)?\.?\d+(?:[eE][-+]?\d+)?"
                            r"|0x[0-9a-fA-F]+|0o?[0-7]+|[-+]?\.(?:inf|nan))$", re.IGNORECASE)
-# NFD os_release ID -> supported VERSION_IDs (None: any)
-GDS_SUPPORTED_OS = {"ubuntu": ("22.04", "24.04"), "rhcos": None}
+# NFD os_release ID -> supported VERSION_IDs (None: any): the GPU Operator column of the
+# collection's one OS table (_hostparse.GDS_SUPPORTED_OS)
+GDS_SUPPORTED_OS = _hostparse.supported_os("gpu_operator")
 
 # option path -> chart value path
 OPTION_PATHS = (
@@ -146,10 +148,7 @@ def parse_gds_version(text):
 
 
 def os_supported(os_info):
-    versions = GDS_SUPPORTED_OS.get((os_info.get("id") or "").lower(), False)
-    if versions is False:
-        return False
-    return versions is None or (os_info.get("version_id") or "") in versions
+    return _hostparse.os_supported(os_info.get("id"), os_info.get("version_id"), GDS_SUPPORTED_OS)
 
 
 def parse_chart_version(text):

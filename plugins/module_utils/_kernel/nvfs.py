@@ -24,6 +24,7 @@ import os
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import compare_versions, select_version
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import secure_boot_state
 
 OPEN_MODULE_REQUIRED_FROM = "2.17.5"
@@ -31,7 +32,10 @@ OPEN_MODULE_REQUIRED_FROM = "2.17.5"
 NVFS_CUDA = (("2.16", "12.2"), ("2.22", "12.6"), ("2.24", "12.8"), ("2.25", "12.9"),
              ("2.26", "13.0"), ("2.27", "13.1"), ("2.28", "13.2"), ("2.29", "13.3"))
 CUDA_MIN_DRIVER = {"12": "525.60.13", "13": "580.65.06"}
-SUPPORTED_OS = {"ubuntu": ("22.04", "24.04"), "rhel": ("9",), "rocky": ("9",), "almalinux": ("9",)}
+# the OS table is _hostparse.GDS_SUPPORTED_OS and the Secure Boot check _hostparse.secure_boot_problem,
+# shared with gds_preflight (and the OS table with gpu_operator)
+mok_enrolment = hostparse.mok_enrolment
+secure_boot_problem = hostparse.secure_boot_problem
 SECURE_BOOT_EFIVAR = "SecureBoot-8be4df61-93ca-11d2-aa0d-e98c0c5b1c7b"
 
 
@@ -121,12 +125,9 @@ def preflight(facts, opts):
     def fail(check, msg):
         fails.append({"check": check, "msg": msg})
 
-    osr = facts.get("os") or {}
-    allowed = SUPPORTED_OS.get(osr.get("id"), ())
-    vid = osr.get("version_id", "")
-    if not any(vid == a or vid.startswith(a + ".") for a in allowed) and not opts.get("allow_unsupported_os"):
-        fail("unsupported_os", "%s is not an OS GDS supports (Ubuntu 22.04/24.04, RHEL 9); set "
-             "allow_unsupported_os=true to try anyway." % (osr.get("pretty") or osr.get("id") or "unknown OS"))
+    os_problem = unsupported_os(facts.get("os") or {})
+    if os_problem and opts.get("unsupported_os", "fail") == "fail":
+        fail("unsupported_os", os_problem + "; set unsupported_os=warn to try anyway.")
     if facts.get("ofed_family") == "mixed":
         fail("ofed_mixed", "MLNX_OFED and DOCA-OFED packages are both installed; nvidia-fs would be built "
              "against an undefined RDMA stack. Remove one of them first.")
@@ -148,16 +149,19 @@ def preflight(facts, opts):
                      % (name, cuda, CUDA_MIN_DRIVER[cuda.split(".", maxsplit=1)[0]], driver["version"]))
     if facts.get("nvfs_version_error"):
         fail("nvidia_fs_version", facts["nvfs_version_error"])
-    mok = facts.get("mok") or {}
-    if facts.get("secure_boot"):
-        if not mok.get("configured") and not mok.get("default_enrolled"):
-            fail("secure_boot", "Secure Boot is enabled and the DKMS-built nvidia-fs.ko would not be signed "
-                 "with an enrolled key, so it would not load and GDS would silently fall back "
-                 "(gds-nvidia-fs #81). Set mok_key/mok_cert to an enrolled MOK key pair.")
-        elif mok.get("configured") and mok.get("enrolled") is False:
-            fail("secure_boot", "Secure Boot is enabled but the MOK certificate %s is not enrolled; run "
-                 "'mokutil --import %s' and reboot to enroll it, then run again." % (mok.get("cert"), mok.get("cert")))
+    sb_problem = secure_boot_problem(facts.get("secure_boot"), facts.get("mok") or {})
+    if sb_problem:
+        fail("secure_boot", sb_problem)
     return fails
+
+
+def unsupported_os(osr):
+    """Why ``osr`` (parse_os_release) is outside the GDS OS table, or None when it is in it."""
+    table = hostparse.supported_os("bare_metal")
+    if hostparse.os_supported(osr.get("id"), osr.get("version_id"), table):
+        return None
+    return "%s is not an OS GDS supports (%s)" % (osr.get("pretty") or osr.get("id") or "unknown OS",
+                                                  hostparse.supported_os_text(table))
 
 
 def rebuild_reasons(facts):

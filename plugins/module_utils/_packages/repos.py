@@ -53,12 +53,17 @@ def input_problems(params, package_options=("packages", "extra_packages")):
     if repo.get("url") is not None and not re.match(r"(https?://|file:)\S+\Z", repo["url"]):
         out.append("repo.url %r must be one http://, https:// or file: URL without spaces" % repo["url"])
     for key in ("path", "signed_by"):
+        if key == "signed_by" and str(repo.get(key) or "").lstrip().startswith(INLINE_KEY_BEGIN):
+            continue  # an inline key: repo_guard checks it is one armored block
         if repo.get(key) is not None and not (repo[key].startswith("/") and _NO_SPACE.match(repo[key])):
             out.append("repo.%s %r must be an absolute path without spaces" % (key, repo[key]))
     for key, value in [("suite", repo.get("suite"))] + [("components", c) for c in repo.get("components") or []]:
         if value is not None and not _REPO_FIELD.match(value):
             out.append("repo.%s %r may only hold letters, digits and . _ / ~ + -" % (key, value))
     return out
+
+
+INLINE_KEY_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 
 
 def render_apt_source(repo, default_name):
@@ -70,7 +75,12 @@ def render_apt_source(repo, default_name):
              "Types: deb", "URIs: %s" % uri, "Suites: %s" % suite]
     if not suite.endswith("/"):
         lines.append("Components: %s" % " ".join(repo.get("components") or ["main"]))
-    lines.append("Signed-By: %s" % repo["signed_by"])
+    key = repo["signed_by"]
+    if key.lstrip().startswith(INLINE_KEY_BEGIN):  # deb822 multi-line field: indented, blank lines " ."
+        key = "\n" + "\n".join(" " + (line.strip() or ".") for line in key.strip().splitlines())
+    else:
+        key = " " + key
+    lines.append("Signed-By:%s" % key)
     return (repo.get("name") or default_name) + ".sources", "\n".join(lines) + "\n"
 
 

@@ -11,8 +11,9 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import argument_spec, shipped_refusal
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import load_schema
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import available_versions, load_schema
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
     jsonschema_available, lint_document, lint_merged, lint_text)
 
@@ -52,14 +53,17 @@ def prepare(args, find_needle):
         if not jsonschema_available():
             return None, None, None, {"failed": True, "msg": "cufile_config validates on the controller and needs the "
                                                              "Python library jsonschema there (pip install jsonschema)"}
+        # the host's release is known after the plan only: the host-path checks of every release
         try:
-            schema = load_schema(version)
+            releases = list(known_releases()) if version == "auto" else [version]
+            internal["path_checks"] = dict(
+                (schema.version, [{"path": d, "what": w, "kind": k} for d, w, k in schema.must_exist_specs()])
+                for schema in (load_schema(v) for v in releases))
         except ValueError as exc:
             return None, None, None, {"failed": True, "msg": "cufile_version: %s" % exc}
-        refusal = shipped_refusal(args.get("base"), args.get("src"), version)
-        if refusal:
+        refusal = shipped_refusal(args.get("base"), args.get("src"), version) if version != "auto" else None
+        if refusal:  # with auto, the host's release is known after the plan: the module refuses there
             return None, None, None, {"failed": True, "msg": refusal}
-        internal["path_checks"] = [{"path": d, "what": w, "kind": k} for d, w, k in schema.must_exist_specs()]
         src = args.get("src")
         if src and not boolean(option(args, "remote_src"), strict=False):
             try:
@@ -67,7 +71,7 @@ def prepare(args, find_needle):
                     data = f.read()
             except (AnsibleError, IOError, OSError) as exc:
                 return None, None, None, {"failed": True, "msg": "src %s: %s" % (src, to_text(exc))}
-            early = lint_text(data, source=src, version=version)
+            early = lint_text(data, source=src, version=_newest() if version == "auto" else version)
             if early.document is None:  # does not parse: nothing to send
                 return None, None, None, failed(early.findings, src)
             src_text = to_text(data, errors="surrogate_or_strict")
@@ -75,9 +79,20 @@ def prepare(args, find_needle):
     return dict(args, **{INTERNAL: internal}), src_text, version, None
 
 
+def _newest():
+    return available_versions()[-1]
+
+
 def lint_plan(plan, args, src_text, version):
     """Validate what libcufile will read: the planned document (with line numbers when it is an
-    unmodified src file) and, with env_path_json, the env file and the overlay."""
+    unmodified src file) and, with env_path_json, the env file and the overlay - against the
+    release the plan chose (the host's). A kept file (no cufile option set) is validated as it is;
+    None when there is nothing to validate (no file kept, no env file)."""
+    version = (plan.get("libcufile") or {}).get("release") or (None if plan.get("kept") else version)
+    if plan.get("kept"):
+        if version is None or (plan.get("current_text") is None and not args.get("env_path_json")):
+            return None
+        plan = dict(plan, cufile=plan.get("current_text") or {})
     facts = plan.get("path_facts") or {}
     host = dict((k, v) for k, v in (plan.get("host") or {}).items() if v is not None)
     text = src_text if src_text is not None else plan.get("src_text")

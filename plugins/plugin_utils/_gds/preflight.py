@@ -12,18 +12,21 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
+
 # module option -> the inventory variable that sets it (roles/gds_preflight/tasks/main.yml); the
 # one place to change when an option or a role variable is renamed
 VARIABLE_OF_OPTION = dict((option, "gds_preflight_" + option) for option in (
-    "supported_os", "fail_on_unsupported_os", "supported_architectures", "min_python", "min_free_mb",
+    "supported_os", "unsupported_os", "supported_architectures", "min_free_mb",
     "require_driver", "fail_on_secure_boot"))
 VARIABLE_OF_OPTION["mok_key"] = "nvidia_fs_mok_key"
+VARIABLE_OF_OPTION["mok_cert"] = "nvidia_fs_mok_cert"
 OPTION_OF_VARIABLE = dict((v, k) for k, v in VARIABLE_OF_OPTION.items())
-# the switch that also turns the OS check off for the whole stack (gds_preflight's default)
-STACK_UNSUPPORTED_OS = "nvidia_fs_allow_unsupported_os"
+# the switch that sets the OS policy of the whole bare-metal stack (gds_preflight's and nvidia_fs')
+STACK_UNSUPPORTED_OS = "gds_unsupported_os"
 # where Debian/Ubuntu's shim-signed keeps the MOK pair DKMS signs with
 MOK_EXAMPLE = ("/var/lib/shim-signed/mok/MOK.priv", "/var/lib/shim-signed/mok/MOK.der")
-CHECKS = ("os", "architecture", "python", "free space", "driver", "secure boot")
+CHECKS = ("os", "architecture", "free space", "driver", "secure boot")
 
 
 def var(option):
@@ -43,17 +46,11 @@ def _flow(value):
     return json.dumps(value)
 
 
-def _version_tuple(text):
-    return tuple(int(p) for p in re.findall(r"\d+", str(text or ""))[:3])
-
-
 def _os_supported(os_info, supported):
-    accepted = [str(v) for v in (supported.get(os_info.get("distribution")) or [])]
-    return str(os_info.get("version_id")) in accepted or str(os_info.get("major")) in accepted
-
-
-def _os_list(supported):
-    return ", ".join("%s %s" % (name, "/".join(str(v) for v in versions)) for name, versions in supported.items())
+    """The collection's one table (or the user's, keyed by os-release ID; a distribution name such
+    as "Ubuntu" matches too)."""
+    return any(_hostparse.os_supported(name, os_info.get("version_id"), supported)
+               for name in (os_info.get("id"), os_info.get("distribution")) if name)
 
 
 def _row(check, status, why):
@@ -64,13 +61,14 @@ def _check_os(host, policy):
     os_info = host.get("os") or {}
     name = ("%s %s" % (os_info.get("distribution") or os_info.get("id") or "unknown OS",
                        os_info.get("version_id") or "")).strip()
-    if _os_supported(os_info, policy["supported_os"]):
+    supported = policy.get("supported_os") or _hostparse.supported_os("bare_metal")
+    if _os_supported(os_info, supported):
         return _row("os", "passed", "%s is supported" % name)
-    text = "%s is not a supported GDS host OS (%s: %s)" % (name, var("supported_os"), _os_list(policy["supported_os"]))
-    if policy["fail_on_unsupported_os"]:
-        return _row("os", "failed", "%s; %s to go on anyway (or %s: true for the whole stack)"
-                    % (text, setting("fail_on_unsupported_os", False), STACK_UNSUPPORTED_OS))
-    return _row("os", "warning", "%s; going on because %s is false" % (text, var("fail_on_unsupported_os")))
+    text = "%s is not a supported GDS host OS (%s: %s)" % (name, var("supported_os"), _hostparse.supported_os_text(supported))
+    if policy["unsupported_os"] == "fail":
+        return _row("os", "failed", "%s; %s to go on anyway (or %s: warn for the whole stack)"
+                    % (text, setting("unsupported_os", "warn"), STACK_UNSUPPORTED_OS))
+    return _row("os", "warning", "%s; going on because %s is warn" % (text, var("unsupported_os")))
 
 
 def _check_architecture(host, policy):
@@ -81,15 +79,6 @@ def _check_architecture(host, policy):
     return _row("architecture", "failed", "architecture %s is not supported (%s: %s); %s to try anyway"
                 % (arch, var("supported_architectures"), ", ".join(allowed),
                    setting("supported_architectures", allowed + [arch])))
-
-
-def _check_python(host, policy):
-    python = host.get("python")
-    if _version_tuple(python) >= _version_tuple(policy["min_python"]):
-        return _row("python", "passed", "Python %s (%s: %s)" % (python, var("min_python"), policy["min_python"]))
-    return _row("python", "failed", "Python %s on the host is too old: the modules need %s or later (%s); install "
-                "a newer Python and point ansible_python_interpreter at it, or %s to try anyway"
-                % (python, policy["min_python"], var("min_python"), setting("min_python", str(python))))
 
 
 def _check_free_space(host, policy):
@@ -120,11 +109,14 @@ def _check_secure_boot(gds, policy):
     state = gds.get("secure_boot")
     if state != "enabled":
         return _row("secure boot", "passed", "Secure Boot %s" % (state or "unknown"))
-    if policy.get("mok_key"):
-        return _row("secure boot", "passed", "Secure Boot enabled, nvidia-fs is signed with %s" % var("mok_key"))
-    text = ("Secure Boot is enabled and no MOK key is set: the DKMS-built nvidia-fs module would be refused at load "
-            "time; enroll a MOK key pair and %s with nvidia_fs_mok_cert: %s"
-            % (setting("mok_key", MOK_EXAMPLE[0]), MOK_EXAMPLE[1]))
+    # the nvidia_fs module's own check, over what the facts asked mokutil (gds.mok)
+    mok = dict(gds.get("mok") or {}, configured=bool(policy.get("mok_key")))
+    problem = _hostparse.secure_boot_problem(True, mok)
+    if not problem:
+        return _row("secure boot", "passed", "Secure Boot enabled, the signing certificate is enrolled")
+    problem = problem.replace("Set mok_key/mok_cert", "Set %s/%s" % (var("mok_key"), var("mok_cert")))
+    text = "%s For example %s with %s: %s" % (problem.rstrip(), setting("mok_key", MOK_EXAMPLE[0]), var("mok_cert"),
+                                             MOK_EXAMPLE[1])
     if policy["fail_on_secure_boot"]:
         return _row("secure boot", "failed", text + ", or %s to warn only" % setting("fail_on_secure_boot", False))
     return _row("secure boot", "warning", text + " (%s is false: going on)" % var("fail_on_secure_boot"))
@@ -133,8 +125,8 @@ def _check_secure_boot(gds, policy):
 def evaluate(gds, policy):
     """One row per check: {check, status (passed, failed, warning, skipped), why}."""
     host = gds.get("host") or {}
-    return [_check_os(host, policy), _check_architecture(host, policy), _check_python(host, policy),
-            _check_free_space(host, policy), _check_driver(gds, policy), _check_secure_boot(gds, policy)]
+    return [_check_os(host, policy), _check_architecture(host, policy), _check_free_space(host, policy),
+            _check_driver(gds, policy), _check_secure_boot(gds, policy)]
 
 
 def checks(gds, policy):

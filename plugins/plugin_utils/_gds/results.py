@@ -63,24 +63,24 @@ def _validator():
 
 
 def host_release(gds):
-    """(the libcufile release the host's cufile.json is validated for, note or None): the host's
-    detected libcufile version when it is a measured release, else 1.15 with a note saying why."""
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
-        SHIPPED_RELEASE, known_releases, release_of)
-    lib = gds.get("libcufile") or {}
-    version = lib.get("version")
-    release = release_of(version)
-    if release:
-        return release, None
-    if version:
-        return SHIPPED_RELEASE, ("libcufile %s is not a measured release (%s): validated as %s"
-                                 % (version, ", ".join(known_releases()), SHIPPED_RELEASE))
-    return SHIPPED_RELEASE, "libcufile version not detected: validated as %s" % SHIPPED_RELEASE
+    """(release, note): the libcufile release (the validator's view) the host's cufile.json is read
+    by - the host's own libcufile; the newest release with a shipped file when none was found;
+    None (with the reason) when the host's release is unknown to the collection."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped
+    from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases, release_of
+    version = (gds.get("libcufile") or {}).get("version")
+    if not version:
+        return shipped.NEWEST, ("no libcufile found on the host: validated against libcufile %s, the newest "
+                                "release the collection has a shipped file of" % shipped.NEWEST)
+    if release_of(version) is None:
+        return None, ("not validated: the host's libcufile %s is unknown to the collection (known releases: %s)"
+                      % (version, ", ".join(known_releases())))
+    return release_of(version), None
 
 
 def validate_cufile(gds):
-    """Validate the cufile.json texts in ``gds['cufile']['files']`` in place; the texts are
-    dropped from the facts (paths and sha256 stay)."""
+    """Validate the cufile.json texts in ``gds['cufile']['files']`` in place, against the host's
+    libcufile release; the texts are dropped from the facts (paths and sha256 stay)."""
     cufile = gds.get("cufile")
     if not isinstance(cufile, dict):
         return
@@ -92,6 +92,13 @@ def validate_cufile(gds):
     if problem:
         cufile.update(valid=None, findings=[], validator=problem)
         return
+    release, note = host_release(gds)
+    cufile["libcufile_release"] = release
+    if release is None:
+        cufile.update(valid=None, findings=[], validator=note)
+        return
+    if note:
+        cufile["note"] = note
     etc_path, etc_text = texts.get("global", ("/etc/cufile.json", None))
     host = {"nvidia_fs": bool((gds.get("nvidia_fs") or {}).get("loaded"))}
     release, note = host_release(gds)

@@ -27,6 +27,7 @@ PLAYBOOK_VARIABLES = {
     "gds_allow_reboot": "reboots allowed where a module reports one is needed",
     "gds_environment": "the environment of every task on the GDS hosts",
     "gds_verify_hosts": "the hosts of playbooks/verify.yml",
+    "gds_unsupported_os": "OS policy of the bare-metal stack: fail or warn (nvidia_fs and gds_preflight)",
     "gds_k8s_ssh_verify": "playbooks/k8s.yml also verifies the GPU nodes over SSH (extra var only)",
     "gds_preflight_enabled": "stage switch", "gds_mofed_enabled": "stage switch",
     "gds_nvidia_fs_enabled": "stage switch", "gds_cufile_enabled": "stage switch",

@@ -17,6 +17,9 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser i
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config as module_mod
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
+# cufile_version auto: the test host runs CUDA 13.0's libcufile 1.15.1 (tests/unit/conftest.py)
+pytestmark = pytest.mark.usefixtures("host_libcufile_1_15")
+
 
 def sha(path):
     with open(str(path), "rb") as f:
@@ -110,7 +113,7 @@ def test_env_overlay_is_validated(harness, tmp_path):
     env = tmp_path / "user.json"
     env.write_text('{"properties": {"posix_pool_slab_size_kb": [4, 8]}}')
     target = tmp_path / "cufile.json"
-    result = harness.run(path=str(target), env_path_json=str(env))
+    result = harness.run(path=str(target), env_path_json=str(env), base="shipped")
     assert result["failed"] and not target.exists()
     (finding,) = [f for f in result["findings"] if f["severity"] == "error"]
     assert (finding["source"], finding["path"]) == ("merged", "properties.posix_pool_slab_count")
@@ -158,7 +161,7 @@ def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
     from there (changing the spec changes what the action assumes)."""
     from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import action as _cufile_action
     assert [_cufile_action.option({}, k) for k in ("state", "path", "cufile_version", "remote_src")] == [
-        "present", "/etc/cufile.json", "1.15", False]
+        "present", "/etc/cufile.json", "auto", False]
     assert _cufile_action.option({"path": "/srv/cufile.json"}, "path") == "/srv/cufile.json"
     spec = _cufile_config.argument_spec()
     spec["path"]["default"] = "/opt/cufile.json"
@@ -168,7 +171,14 @@ def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
 
 
 
-def test_base_shipped_is_refused_for_a_release_without_a_known_shipped_file(harness, tmp_path):
+def _host_libcufile(monkeypatch, version):
+    """The host's libcufile is ``version`` (cufile_version may only name the host's release)."""
+    found = {"path": "/usr/local/cuda/lib64/libcufile.so.0", "version": version}
+    monkeypatch.setattr(_cufile_config, "host_libcufile", lambda paths=None: dict(found))
+
+
+def test_base_shipped_is_refused_for_a_release_without_a_known_shipped_file(harness, tmp_path, monkeypatch):
+    _host_libcufile(monkeypatch, "1.17.1")
     target = tmp_path / "c.json"
     for args in ({}, {"base": "shipped"}):
         result = harness.run(path=str(target), cufile_version="1.17", **args)
@@ -176,12 +186,14 @@ def test_base_shipped_is_refused_for_a_release_without_a_known_shipped_file(harn
         assert not target.exists()
 
 
-def test_a_release_view_validates_the_planned_document(harness, tmp_path):
+def test_a_release_view_validates_the_planned_document(harness, tmp_path, monkeypatch):
     target = tmp_path / "c.json"
+    _host_libcufile(monkeypatch, "1.20.0")
     result = harness.run(path=str(target), cufile_version="1.20", base="empty",
                          settings={"properties": {"gds_fallback_io": 1}})
     assert result["failed"] and "libcufile 1.20 refuses" in result["msg"] and "5002" in result["msg"]
     assert not target.exists()
+    _host_libcufile(monkeypatch, "1.13.1")
     ok = harness.run(path=str(target), cufile_version="1.13", base="empty",
                      settings={"properties": {"gds_fallback_io": 1}})
     assert not ok.get("failed") and any("ignored by libcufile 1.13: added in 1.19" in w for w in ok.get("warnings", []))

@@ -126,3 +126,29 @@ def test_warm_loads_jsonschema_and_the_schema_and_never_raises(monkeypatch):
     broken = mock.Mock(side_effect=RuntimeError("no jsonschema"))
     monkeypatch.setattr(validate, "lint_text", broken)
     assert validate.warm() is None and broken.call_count == 1  # reported by the real call, not at import
+
+
+def test_validation_follows_the_host_libcufile_release():
+    """Fact-time validation uses the libcufile found on the host (issue 18), and says so."""
+    facts = gds()
+    facts["libcufile"] = {"path": "/usr/local/cuda/lib64/libcufile.so.0", "version": "1.15.1"}
+    results.validate_cufile(facts)
+    assert facts["cufile"]["valid"] is True and facts["cufile"]["libcufile_release"] == "1.15"
+
+
+def test_a_host_release_unknown_to_the_collection_is_not_judged_by_another_release():
+    facts = gds()
+    facts["libcufile"] = {"path": "/usr/local/cuda-11.8/lib64/libcufile.so.0", "version": "1.9.1"}
+    results.validate_cufile(facts)
+    cufile = facts["cufile"]
+    assert cufile["valid"] is None and cufile["findings"] == [] and cufile["libcufile_release"] is None
+    assert cufile["validator"] == ("not validated: the host's libcufile 1.9.1 is unknown to the collection (known releases: "
+                                  "1.13, 1.14, 1.15, 1.16, 1.17, 1.18, 1.19, 1.20)")
+    assert all("text" not in f for f in cufile["files"])
+
+
+def test_no_libcufile_on_the_host_is_validated_against_the_newest_release_and_says_so():
+    facts = gds()
+    results.validate_cufile(facts)
+    assert facts["cufile"]["valid"] is True and facts["cufile"]["libcufile_release"] == "1.15"
+    assert facts["cufile"]["note"].startswith("no libcufile found on the host: validated against libcufile 1.15")

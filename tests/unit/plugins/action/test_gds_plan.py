@@ -107,7 +107,8 @@ def test_require_mode_waits_for_the_verify_after_the_rollout():
 
 def test_a_cufile_plan_that_libcufile_would_refuse_fails_the_stage(tmp_path):
     props = {"posix_pool_slab_count": [1, 2], "posix_pool_slab_size_kb": [4, 8, 16]}
-    planned = {"changed": True, "failed": False, "cufile": {"properties": props}}
+    planned = {"changed": True, "failed": False, "cufile": {"properties": props}, "base": "shipped",
+               "libcufile": {"path": "/usr/lib/libcufile.so.0", "version": "1.15.1", "release": "1.15", "source": "host"}}
     result, execute = run_action({"cufile": {"path": str(tmp_path / "c.json")}},
                                  module_result({"cufile": planned}, converged=False))
     sent = execute.call_args.kwargs["module_args"]["cufile"]
@@ -135,3 +136,9 @@ def test_module_warnings_are_kept_beside_the_preflight_warnings():
     assert result["warnings"] == out["warnings"]
     result, _execute = run_action({"preflight": {}}, out)
     assert result["warnings"][0] == out["warnings"][0] and result["warnings"][1].startswith("Secure Boot is enabled")
+
+
+def test_the_preflight_mok_cert_is_asked_about_on_the_host():
+    """With Secure Boot on, the facts ask mokutil about the signing certificate (issue 18)."""
+    _result, execute = run_action({"preflight": {"mok_key": "/k.priv", "mok_cert": "/k.der"}, "facts": {"probe": False}})
+    assert execute.call_args.kwargs["module_args"]["facts"] == {"probe": False, "mok_cert": "/k.der"}

@@ -59,11 +59,11 @@ def test_extra_vars_only_variables_from_the_inventory_warn(name):
 
 def test_a_stage_failure_names_the_role_variable_not_the_module_option():
     out = module_result({"nvidia_fs": {"changed": False, "failed": True,
-                                       "msg": "Debian 12 is not supported by GDS; set allow_unsupported_os=true to try "
+                                       "msg": "Debian 12 is not supported by GDS; set unsupported_os=warn to try "
                                               "anyway. Set mok_key/mok_cert to an enrolled MOK key pair, state=present"}},
                         converged=False)
     result, dummy = run_action({}, out)
-    assert "set nvidia_fs_allow_unsupported_os=true" in result["msg"]
+    assert "set nvidia_fs_unsupported_os=warn" in result["msg"]
     assert "nvidia_fs_mok_key/nvidia_fs_mok_cert" in result["msg"] and "nvidia_fs_state=present" in result["msg"]
 
 

@@ -118,8 +118,10 @@ def test_preflight_messages_are_actionable():
     assert "Unknown symbol nvidia_p2p_" in msgs["proprietary_module"] and "open" in msgs["proprietary_module"]
 
 
-def test_preflight_allow_unsupported_os_and_secure_boot_with_mok():
-    assert checks(_facts(os={"id": "debian", "version_id": "12"}), allow_unsupported_os=True) == []
+def test_preflight_unsupported_os_warn_and_secure_boot_with_mok():
+    assert checks(_facts(os={"id": "debian", "version_id": "12"}), unsupported_os="warn") == []
+    fails = nvfs.preflight(_facts(os={"id": "debian", "version_id": "12"}), {"unsupported_os": "fail"})
+    assert fails[0]["msg"].endswith("set unsupported_os=warn to try anyway.")
     assert checks(_facts(secure_boot=True, mok={"configured": True, "enrolled": True, "cert": "/k.der"})) == []
     assert checks(_facts(secure_boot=True, mok={"configured": True, "enrolled": None, "cert": "/k.der"})) == []
     assert checks(_facts(secure_boot=True, mok={"configured": False, "default_enrolled": True})) == []

@@ -17,6 +17,9 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped 
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
+# cufile_version auto: the test host runs CUDA 13.0's libcufile 1.15.1 (tests/unit/conftest.py)
+pytestmark = pytest.mark.usefixtures("host_libcufile_1_15")
+
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "cufile", "cuda-13.0-shipped.json")
 
 
@@ -103,7 +106,7 @@ def test_attribute_only_change_is_planned_and_applied(tmp_path):
     target = tmp_path / "cufile.json"
     target.write_text(dumps(shipped()))
     os.chmod(str(target), 0o600)
-    planned = plan(target)
+    planned = plan(target, base="shipped")
     assert planned["changed"] and planned["reasons"] == ["attributes"]
     assert stat.S_IMODE(os.stat(str(target)).st_mode) == 0o600    # planning changes nothing
     applied = apply(target, planned)
@@ -210,7 +213,7 @@ def test_symlink_with_identical_content_is_still_taken_over(tmp_path):
     real.write_text(dumps(shipped()))
     link = tmp_path / "cufile.json"
     os.symlink(str(real), str(link))
-    planned, applied = converge(link)
+    planned, applied = converge(link, base="shipped")
     assert planned["reasons"] == ["replace-symlink"] and applied["changed"]
     assert not os.path.islink(str(link)) and real.read_text() == dumps(shipped())
 

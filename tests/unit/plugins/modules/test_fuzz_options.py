@@ -181,6 +181,8 @@ def _fake_host_run(main, args, available):
         with pytest.MonkeyPatch.context() as mp:
             host = FakeHost(pathlib.Path(tmp), mp)
             host.available = dict(available)
+            host.write(REPO["signed_by"].lstrip("/"), "key\n")  # the repository works (it is checked first)
+            (host.root / REPO["path"].lstrip("/")).mkdir(parents=True)
             before = host.snapshot()
             result = host.run(main, args)
             changes = list(host.mutating_calls())
@@ -283,7 +285,7 @@ def test_fuzz_gds_facts_options(record_property):
 
 
 # --------------------------------------------------------------------------- cufile_config
-def test_fuzz_cufile_config_options(record_property):
+def test_fuzz_cufile_config_options(record_property, host_libcufile_1_15):
     """Options of the module (cufile.json content is the cufile_config suite's fuzz). Plan, then
     apply as the action plugin does: a bad mode/owner/group must not leave a written file."""
     base = {"settings": {"properties": {"io_batchsize": 64}}, "backup": True}

@@ -147,3 +147,25 @@ def test_probe_path_auto_without_a_gds_mount_falls_back_to_var_tmp_with_a_warnin
 def test_probe_path_auto_does_not_mix_with_paths(gpu_less):
     res = run_module(gds_facts.main, {"probe_path": ["auto", gpu_less]})
     assert res["failed"] is True and res["msg"].startswith("probe_path: auto stands alone")
+
+
+def test_secure_boot_host_reports_mok_enrolment(gpu_less, tmp_path, monkeypatch):
+    """gds.mok: what mokutil says of the signing certificate, so gds_preflight can check
+    enrolment as the nvidia_fs module does (issue 18)."""
+    proc = os.environ["GPUDIRECT_PROC_ROOT"]
+    efivars = os.path.join(proc, "sys/firmware/efi/efivars")
+    os.makedirs(efivars, exist_ok=True)
+    with open(os.path.join(efivars, "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"), "wb") as f:
+        f.write(b"\x06\x00\x00\x00\x01")
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "mokutil").write_text("#!/bin/sh\ncase \"$2\" in */enrolled.der) echo \"$2 is already enrolled\";; "
+                                   "*) echo \"$2 is not enrolled\";; esac\n")
+    (shims / "mokutil").chmod(0o755)
+    monkeypatch.setenv("GPUDIRECT_BIN_DIR", str(shims))
+    for cert, enrolled in (("/etc/mok/enrolled.der", True), ("/etc/mok/other.der", False)):
+        gds = run_module(gds_facts.main, {"probe_path": [gpu_less], "mok_cert": cert})["ansible_facts"]["gds"]
+        assert gds["secure_boot"] == "enabled"
+        assert gds["mok"] == {"cert": cert, "enrolled": enrolled, "default_enrolled": False}
+    plain = run_module(gds_facts.main, {"probe_path": [gpu_less]})["ansible_facts"]["gds"]
+    assert plain["mok"] == {"cert": None, "enrolled": None, "default_enrolled": False}

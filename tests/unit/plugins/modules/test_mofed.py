@@ -88,6 +88,8 @@ def test_unavailable_version_fails_listing_what_exists(host):
 
 def test_repo_from_mounted_iso_and_lock(host):
     args = {"flavour": "mlnx-ofed", "repo": {"path": "/mnt/mlnx_ofed/DEBS", "signed_by": "/etc/apt/keyrings/mellanox.gpg"}}
+    host.write("etc/apt/keyrings/mellanox.gpg", "key\n")
+    (host.root / "mnt/mlnx_ofed/DEBS").mkdir(parents=True)
     res = host.run(mofed.main, args, check_mode=True, diff=True)
     assert res["changed"] and host.read("etc/apt/sources.list.d/gpudirect-ofed.sources") is None
     lock = host.write("var/lib/dpkg/lock-frontend", "")

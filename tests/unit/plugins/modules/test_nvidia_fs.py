@@ -134,7 +134,7 @@ def test_preflight_mlnx_and_doca_mixed(host):
 def test_preflight_unsupported_os_and_override(host):
     host.write("etc/os-release", 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n')
     _expect_preflight(host, "unsupported_os")
-    res = run(host, {"allow_unsupported_os": True})
+    res = run(host, {"unsupported_os": "warn"})
     assert res["changed"] and not res.get("failed")
 
 
@@ -261,6 +261,8 @@ def test_secure_boot_with_enrolled_mok_signs_builds(host):
 
 def test_repo_is_written_signed_and_metadata_refreshed(host):
     args = {"repo": {"path": "/srv/cuda-local", "signed_by": "/etc/apt/keyrings/cuda.gpg"}}
+    host.write("etc/apt/keyrings/cuda.gpg", "key\n")
+    (host.root / "srv/cuda-local").mkdir(parents=True)
     before = host.snapshot()
     res = run(host, args, check_mode=True, diff=True)
     assert res["changed"] and host.snapshot() == before and host.mutating_calls() == []

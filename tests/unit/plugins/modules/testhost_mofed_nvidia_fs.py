@@ -19,6 +19,7 @@ from unittest import mock
 
 from ansible.module_utils import basic
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostpaths as _hostpaths
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
 KVER = "6.8.0-86-generic"
@@ -43,6 +44,12 @@ class FakeHost(object):
         self.mok_enrolled = set()
         self.postinst_dkms = True
         self.missing = set(["dnf", "rpm"] if family == "apt" else ["apt-get", "dpkg-query"])
+        # a test host: the GPUDIRECT_* seams are honoured, as on a lab host with the lab marker
+        marker = tmp_path / "lab-test-seams"
+        marker.write_text("FakeHost\n")
+        marker.chmod(0o644)
+        monkeypatch.setattr(_hostpaths, "LAB_MARKER", str(marker))
+        monkeypatch.setattr(_hostpaths, "_MARKER_UID", os.stat(str(marker)).st_uid)
         monkeypatch.setenv("GPUDIRECT_HOST_ROOT", str(self.root))
         monkeypatch.setenv("GPUDIRECT_PROC_ROOT", str(self.proc))
         monkeypatch.delenv("GPUDIRECT_BIN_DIR", raising=False)
@@ -166,6 +173,19 @@ class FakeHost(object):
                     for key in [k for k in self.dkms if k[0] == "nvidia-fs"]:
                         del self.dkms[key]
             return 0, "", ""
+        if verb == "update":  # fetch each configured source's index into /var/lib/apt/lists
+            return self._apt_update()
+        return 0, "", ""
+
+    def _apt_update(self):
+        sources = self.root / "etc/apt/sources.list.d"
+        lists = self.root / "var/lib/apt/lists"
+        lists.mkdir(parents=True, exist_ok=True)
+        for src in sorted(sources.glob("*.sources")) if sources.is_dir() else []:
+            for line in src.read_text().splitlines():
+                if line.startswith("URIs: "):
+                    name = line[6:].split(":", 1)[-1].strip("/").replace("/", "_") + "_._Packages"
+                    (lists / name).write_text("Package: from %s\n" % line[6:])
         return 0, "", ""
 
     def cmd_rpm(self, rest):

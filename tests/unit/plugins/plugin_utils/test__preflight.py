@@ -46,6 +46,7 @@ def test_major_version_matches_and_numbers_in_the_policy_are_accepted():
     rhel = facts(host__os={"id": "rhel", "version_id": "9.4", "major": "9", "distribution": "RedHat"})
     assert _preflight.checks(rhel, POLICY) == ([], [])
     assert _preflight.checks(UBUNTU, policy(supported_os={"Ubuntu": [24.04]})) == ([], [])
+    assert _preflight.checks(UBUNTU, policy(supported_os={"ubuntu": ["24.04"]})) == ([], [])
 
 
 def test_unsupported_os_fails_or_warns_naming_the_option():
@@ -53,21 +54,20 @@ def test_unsupported_os_fails_or_warns_naming_the_option():
     failures, warnings = _preflight.checks(debian, POLICY)
     assert warnings == [] and len(failures) == 1
     assert failures[0].startswith("Debian 12 is not a supported GDS host OS (gds_preflight_supported_os: Ubuntu "
-                                  "22.04/24.04, RedHat 9, Rocky 9, AlmaLinux 9)")
-    assert failures[0].endswith("set gds_preflight_fail_on_unsupported_os: false to go on anyway (or "
-                                "nvidia_fs_allow_unsupported_os: true for the whole stack)")
-    failures, warnings = _preflight.checks(debian, policy(fail_on_unsupported_os=False))
-    assert failures == [] and warnings[0].endswith("going on because gds_preflight_fail_on_unsupported_os is false")
+                                  "22.04/24.04, RHEL 9, Rocky Linux 9, AlmaLinux 9")
+    assert failures[0].endswith("set gds_preflight_unsupported_os: warn to go on anyway (or "
+                                "gds_unsupported_os: warn for the whole stack)")
+    failures, warnings = _preflight.checks(debian, policy(unsupported_os="warn"))
+    assert failures == [] and warnings[0].endswith("going on because gds_preflight_unsupported_os is warn")
 
 
 @pytest.mark.parametrize("change, pol, needle", [
     ({"host__architecture": "ppc64le"}, {}, "architecture ppc64le is not supported (gds_preflight_supported_architectures: "),
-    ({"host__python": "3.6.8"}, {}, "Python 3.6.8 on the host is too old: the modules need 3.8 or later (gds_preflight_min_python)"),
-    ({"host__python": "3.10.12"}, {"min_python": "3.11"}, "(gds_preflight_min_python)"),
     ({"host__free_mb": {"/": 100}}, {}, "only 100 MiB free on /, 2048 MiB needed"),
     ({"nvidia__driver_loaded": False}, {"require_driver": True}, "no NVIDIA driver loaded (no nvidia_fs); install the GPU "
                                                                  "driver first, or set gds_preflight_require_driver: false"),
-    ({"secure_boot": "enabled"}, {"fail_on_secure_boot": True}, "Secure Boot is enabled and no MOK key is set: "),
+    ({"secure_boot": "enabled"}, {"fail_on_secure_boot": True}, "Secure Boot is enabled and the DKMS-built nvidia-fs.ko "
+                                                                "would not be signed with an enrolled key"),
 ])
 def test_each_failed_check_is_one_message_naming_its_option(change, pol, needle):
     failures, warnings = _preflight.checks(facts(**change), policy(**pol))
@@ -101,3 +101,57 @@ def test_record_puts_the_checks_in_the_result_and_adds_warnings():
     failures = _preflight.record(result, facts(secure_boot="enabled", host__architecture="ppc64le"), POLICY)
     assert failures == result["preflight"]["failures"] and len(failures) == 1
     assert result["warnings"][0] == "from the module" and result["warnings"][1].startswith("Secure Boot is enabled")
+
+
+# ----------------------------------------------------------------- issue 18
+@pytest.mark.parametrize("mok, pol, problem", [
+    ({"cert": "/var/lib/mok/nvfs.der", "enrolled": False, "default_enrolled": False}, {"mok_key": "/k.priv"},
+     "the MOK certificate /var/lib/mok/nvfs.der is not enrolled; run 'mokutil --import /var/lib/mok/nvfs.der'"),
+    ({"cert": "/var/lib/mok/nvfs.der", "enrolled": True, "default_enrolled": False}, {"mok_key": "/k.priv"}, None),
+    ({"cert": None, "enrolled": None, "default_enrolled": True}, {}, None),  # DKMS signs with its enrolled default key
+    ({"cert": None, "enrolled": None, "default_enrolled": False}, {}, "would not be signed with an enrolled key"),
+])
+def test_secure_boot_checks_enrolment_as_nvidia_fs_does(mok, pol, problem):
+    """A key that is set but not enrolled is refused at load time just like no key."""
+    host = facts(secure_boot="enabled")
+    host["mok"] = mok
+    failures, warnings = _preflight.checks(host, policy(fail_on_secure_boot=True, **pol))
+    if problem is None:
+        assert failures == [] and warnings == []
+    else:
+        assert len(failures) == 1 and problem in failures[0]
+        assert "set gds_preflight_fail_on_secure_boot: false" in failures[0]
+        again, warnings = _preflight.checks(host, policy(**pol))
+        assert again == [] and len(warnings) == 1 and problem in warnings[0]
+
+
+def test_no_check_that_cannot_fail():
+    """min_python is gone: the module already ran on the host's interpreter."""
+    assert "min_python" not in argument_spec()
+    assert _preflight.checks(facts(host__python="2.7.18"), POLICY) == ([], [])
+
+
+def test_one_knob_spelling_for_unsupported_os():
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows.nvidia_fs import argument_spec as nvfs_spec
+    from ansible_collections.gpudirect.storage.plugins.modules.gpu_operator import argument_spec as operator_spec
+    for spec in (argument_spec(), nvfs_spec(), operator_spec()):
+        assert spec["unsupported_os"]["choices"] == ["fail", "warn"] or \
+            sorted(spec["unsupported_os"]["choices"]) == ["fail", "warn"]
+        assert not [k for k in spec if "unsupported_os" in k and k != "unsupported_os"]
+
+
+def test_one_os_table_decides_for_nvidia_fs_preflight_and_gpu_operator():
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
+    from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import operator_values as _gpu_operator
+    from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs as _nvfs
+    cases = [("ubuntu", "24.04"), ("ubuntu", "20.04"), ("rhel", "9.4"), ("rocky", "9"), ("debian", "12"),
+             ("rhcos", "4.16"), ("almalinux", "8.10")]
+    for os_id, version in cases:
+        entry = _hostparse.GDS_SUPPORTED_OS.get(os_id) or {"versions": (), "bare_metal": False, "gpu_operator": False}
+        in_table = entry["versions"] is None or any(version == v or version.startswith(v + ".") for v in entry["versions"])
+        bare = bool(entry["bare_metal"] and in_table)
+        host = facts(host__os={"id": os_id, "version_id": version, "major": version.split(".", maxsplit=1)[0],
+                               "distribution": os_id.capitalize()})
+        assert (_preflight.checks(host, POLICY)[0] == []) is bare, (os_id, version)
+        assert (_nvfs.unsupported_os({"id": os_id, "version_id": version}) is None) is bare, (os_id, version)
+        assert _gpu_operator.os_supported({"id": os_id, "version_id": version}) is bool(entry["gpu_operator"] and in_table)

@@ -1,0 +1,25 @@
+"""Every module's DOCUMENTATION, EXAMPLES and RETURN parse as YAML and its documented options
+are its argument spec (doc fragments aside) - caught here in seconds, not by the slow sanity run."""
+
+import importlib
+import os
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "modules")) if f.endswith(".py") and f != "__init__.py")
+FRAGMENT_OPTIONS = {"repo", "mode", "owner", "group", "seuser", "serole", "selevel", "setype", "attributes", "unsafe_writes"}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_docs_parse_and_match_the_argument_spec(name):
+    mod = importlib.import_module("ansible_collections.gpudirect.storage.plugins.modules." + name)
+    doc = yaml.safe_load(mod.DOCUMENTATION)
+    yaml.safe_load(mod.EXAMPLES)
+    yaml.safe_load(mod.RETURN)
+    assert doc["module"] == name
+    if hasattr(mod, "argument_spec"):
+        documented = set(doc.get("options") or {})
+        spec = set(mod.argument_spec()) - FRAGMENT_OPTIONS
+        assert spec - documented == set() and documented - set(mod.argument_spec()) == set()
