@@ -13,7 +13,6 @@ CrashLoopBackOff fault is the integration suite's test_lifecycle (counted in the
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -25,11 +24,9 @@ import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gpu_operator"))  # its gpu_operator_rig
-_spec = importlib.util.spec_from_file_location(
-    "_gpu_operator_integration", os.path.join(ROOT, "tests", "integration", "gpu_operator", "test_gpu_operator.py"))
-gpu_it = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gpu_it)
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gpu_operator"))
+import gpu_operator_rig as gpu_it  # noqa: E402 pylint: disable=import-error,wrong-import-position
+
 helm_bins = gpu_it.helm_bins  # the integration suite's fixture: helm from build/helm
 HELM = "4.1.4"
 STATUS_500 = json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
