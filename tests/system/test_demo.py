@@ -24,7 +24,7 @@ def test_make_demo_runs_site_and_verify_and_writes_the_report():
         assert "fleet report: %s/reports/gds-fleet.html" % ROOT in out
         # site.yml did real work on the three hosts and verify.yml found them
         for host in hosts_of_the_lab:
-            assert "| %s | ok | unavailable |" % host in out
+            assert "| %s | ssh | ok | unavailable |" % host in out
         with open(os.path.join(ROOT, "reports", "gds-fleet.json")) as f:
             report = json.load(f)
         hosts = report["hosts"] if isinstance(report, dict) else report
