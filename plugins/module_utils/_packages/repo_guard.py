@@ -181,8 +181,9 @@ class RepoWrite(object):
     def undo(self):
         """Leave the host (and the result) as before: the old file or none, the old index."""
         if self.written and not self.m.check_mode:
-            managed_file.apply_file(self.m, dict(self.change, current=self.change["desired"], desired=self.change["current"],
-                                         action="remove" if self.change["current"] is None else "update"), backup=False)
+            back = dict(self.change, current=self.change["desired"], desired=self.change["current"],
+                        action="remove" if self.change["current"] is None else "update")
+            managed_file.apply_file(self.m, back, backup=False)
         if self.snapshot:
             self.snapshot.restore()
             self.snapshot = None

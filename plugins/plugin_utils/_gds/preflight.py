@@ -115,8 +115,8 @@ def _check_secure_boot(gds, policy):
     if not problem:
         return _row("secure boot", "passed", "Secure Boot enabled, the signing certificate is enrolled")
     problem = problem.replace("Set mok_key/mok_cert", "Set %s/%s" % (var("mok_key"), var("mok_cert")))
-    text = "%s For example %s with %s: %s" % (problem.rstrip(), setting("mok_key", MOK_EXAMPLE[0]), var("mok_cert"),
-                                             MOK_EXAMPLE[1])
+    text = "%s For example %s with %s: %s" % (
+        problem.rstrip(), setting("mok_key", MOK_EXAMPLE[0]), var("mok_cert"), MOK_EXAMPLE[1])
     if policy["fail_on_secure_boot"]:
         return _row("secure boot", "failed", text + ", or %s to warn only" % setting("fail_on_secure_boot", False))
     return _row("secure boot", "warning", text + " (%s is false: going on)" % var("fail_on_secure_boot"))

@@ -169,8 +169,6 @@ def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
     assert _cufile_action.option({"path": None}, "path") == "/opt/cufile.json"
 
 
-
-
 def _host_libcufile(monkeypatch, version):
     """The host's libcufile is ``version`` (cufile_version may only name the host's release)."""
     found = {"path": "/usr/local/cuda/lib64/libcufile.so.0", "version": version}

@@ -143,7 +143,7 @@ def test_a_host_release_unknown_to_the_collection_is_not_judged_by_another_relea
     cufile = facts["cufile"]
     assert cufile["valid"] is None and cufile["findings"] == [] and cufile["libcufile_release"] is None
     assert cufile["validator"] == ("not validated: the host's libcufile 1.9.1 is unknown to the collection (known releases: "
-                                  "1.13, 1.14, 1.15, 1.16, 1.17, 1.18, 1.19, 1.20)")
+                                   "1.13, 1.14, 1.15, 1.16, 1.17, 1.18, 1.19, 1.20)")
     assert all("text" not in f for f in cufile["files"])
 
 

@@ -422,6 +422,7 @@ def test_html_shows_the_source_and_probe_pod():
     assert 'data-key="source" data-v="kubernetes"' in page and "gds-probe-gpu-a-1" in page
     assert 'data-key="source" data-v="ssh"' in page
 
+
 @pytest.mark.parametrize("dest, playbooks, env, expected", [
     (None, ["/srv/gds/playbooks/verify.yml"], {}, "/srv/gds/reports"),
     (None, ["/srv/ops/site.yml", "/srv/ops/playbooks/other.yml"], {}, "/srv/ops/reports"),
@@ -445,6 +446,7 @@ def test_an_unmet_requirement_of_an_inferred_verdict_says_nothing_was_written():
     check = next(c for c in rec["failed_checks"] if c["check"] == "verdict meets require_mode=gds")
     assert check["detail"] == "verdict is gds, not verified (nothing was written, read back and compared)"
     assert rec["ready"] is False
+
 
 def test_fallback_report_of_a_run_that_ended_before_its_report_play():
     journal = "\n".join(json.dumps(e) for e in (
