@@ -127,7 +127,21 @@ def prod(clone):
     shutil.rmtree(clone.file("inventories", "prod"), ignore_errors=True)
     rc, out = clone.sh(step1.replace("inventories/example", "inventories/lab"))
     assert rc == 0, out
+    # README step 1 also says: add the hosts' keys to known_hosts first (host key checking stays
+    # on with the checkout's ansible.cfg). The walk keeps them in a file of its own.
+    known_hosts = clone.file("known_hosts")
+    with open(clone.file("inventories", "lab", "hosts.yml")) as f:
+        addresses = [h.get("ansible_host", name) for name, h in
+                     yaml.safe_load(f)["all"]["children"]["lab"]["hosts"].items()]
+    scan = subprocess.run(["ssh-keyscan", "-T", "10"] + addresses, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, timeout=120, check=False)
+    assert scan.stdout.strip(), "ssh-keyscan found no host key"
+    with open(known_hosts, "w") as f:
+        f.write(scan.stdout)
+    clone.env["ANSIBLE_SSH_ARGS"] = ("-o ControlMaster=auto -o ControlPersist=60s -o ServerAliveInterval=5 "
+                                     "-o ServerAliveCountMax=3 -o UserKnownHostsFile=%s" % known_hosts)
     yield clone
+    clone.env.pop("ANSIBLE_SSH_ARGS", None)
     shutil.rmtree(clone.file("inventories", "prod"), ignore_errors=True)
 
 
