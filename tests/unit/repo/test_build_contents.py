@@ -25,7 +25,7 @@ def _tracked():
         return [rel for rel in res.stdout.decode().split("\0") if rel]
     out = []
     for top, dirs, files in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]  # .hypothesis, .pytest_cache
         out += [os.path.relpath(os.path.join(top, f), ROOT) for f in files]
     return out
 
