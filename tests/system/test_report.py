@@ -5,7 +5,7 @@ runs against the CUDA stand-ins (tests/fixtures/cuda_standin: libcuda/libnvidia-
 LD_LIBRARY_PATH, libcufile per host through gds_verify_cufile_lib), one host without libcufile
 (verdict unavailable), one forced to fail (gds_verify_require_mode=gds), and one unreachable
 address in the lab range that no lab uses (10.77.250.250). playbooks/verify.yml and
-playbooks/report.yml run with the gds_fleet_report callback; Chromium loads the real HTML, the
+playbooks/report.yml run with the gds_report callback; Chromium loads the real HTML, the
 test checks the DOM it built, and the screenshot becomes docs/images/gds-fleet-report.png.
 """
 
@@ -71,7 +71,7 @@ def fleet(tmp_path_factory):
                           {"name": "Report", "ansible.builtin.import_playbook": os.path.join(ROOT, "playbooks/report.yml")}])
     reports = os.path.join(str(tmp), "reports")
     res = run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", inv, book, "-e", "gds_verify_hosts=gds_hosts"],
-              env={"ANSIBLE_CALLBACKS_ENABLED": "gpudirect.storage.gds_fleet_report", "GDS_REPORT_DIR": reports,
+              env={"ANSIBLE_CALLBACKS_ENABLED": "gpudirect.storage.gds_report", "GDS_REPORT_DIR": reports,
                    "LD_LIBRARY_PATH": libs}, check=False, timeout=600)
     assert res.returncode in (2, 4), res.stdout[-6000:]  # one host failed, one unreachable
     return {"reports": reports, "inventory": inv, "output": res.stdout, "tmp": str(tmp), "libs": libs}
@@ -173,7 +173,7 @@ def test_callback_writes_the_report_when_the_run_aborts_before_its_report_play(f
          "max_fail_percentage": 0, "roles": ["gpudirect.storage.gds_verify"]},
         {"name": "Report", "ansible.builtin.import_playbook": os.path.join(ROOT, "playbooks/report.yml")}])
     res = run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", fleet["inventory"], book],
-              env={"ANSIBLE_CALLBACKS_ENABLED": "gpudirect.storage.gds_fleet_report", "GDS_REPORT_DIR": reports,
+              env={"ANSIBLE_CALLBACKS_ENABLED": "gpudirect.storage.gds_report", "GDS_REPORT_DIR": reports,
                    "LD_LIBRARY_PATH": fleet["libs"]}, check=False, timeout=600)
     assert res.returncode != 0 and "Write the GDS fleet report" not in res.stdout, res.stdout[-4000:]
     assert "the run ended before its report play" in res.stdout

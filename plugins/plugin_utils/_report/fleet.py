@@ -4,10 +4,10 @@
 """The GDS fleet report: records, summary, run journal and Markdown. PRIVATE to the collection.
 
 Controller-side and pure: every function here takes plain data (the ``ansible_facts.gds`` of
-each host, the run journal written by the ``gpudirect.storage.gds_fleet_report`` callback) and
+each host, the run journal written by the ``gpudirect.storage.gds_report`` callback) and
 returns plain data or text, so the report is unit-tested without running Ansible. The HTML
 page is rendered by ``_report.html``; the files are written by the
-``gpudirect.storage.gds_fleet_report`` action plugin.
+``gpudirect.storage.gds_report`` action plugin.
 
 Record of one host (``gds-fleet.json`` ``hosts[]``)::
 
@@ -210,7 +210,7 @@ def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pe
                 if _text(r) not in quoted]  # the failure message often quotes the verdict's reason already
     if not facts.get("mode") and status == "unknown" and not failure:
         reasons.append("no GDS facts from this host in this run and no failure recorded" + (
-            "" if journal_enabled else " (enable the gpudirect.storage.gds_fleet_report callback to record "
+            "" if journal_enabled else " (enable the gpudirect.storage.gds_report callback to record "
                                        "why hosts failed or were unreachable)"))
     versions = facts.get("versions") or {}
     throughput = facts.get("throughput") or {}

@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Write the fleet report files on the controller. PRIVATE to the collection.
 
-Used by the ``gds_fleet_report`` action plugin and by the ``gds_fleet_report`` callback's
+Used by the ``gds_report`` action plugin and by the ``gds_report`` callback's
 fallback (a run that ended before its report play). ``changed`` comes from
 ``_report.fleet.same_report`` (the generation time is ignored), files are replaced atomically
 (a temporary file in the same directory, then ``os.replace``), nothing is written in check

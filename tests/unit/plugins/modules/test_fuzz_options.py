@@ -9,7 +9,7 @@ would add ``Trusted: yes`` to a repository file, a path outside sources.list.d, 
 Every module runs in-process (module_harness.run_module) against a re-rooted fake host: the
 FakeHost of the mofed/nvidia_fs tests, the stand-in host of gds_facts, a temp dir for
 cufile_config, the fake helm + API of the gpu_operator tests, the action plugin of
-gds_fleet_report. Each invalid input must fail with a message naming the option, without a
+gds_report. Each invalid input must fail with a message naming the option, without a
 traceback, and change nothing (host tree, package db, no mutating command). The counts go to the
 reliability summary (tests/system/_reliability.py). cufile.json *content* is fuzzed by the
 cufile_config suite (tests/unit/plugins/module_utils/test__cufile_validate_bad.py).
@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
-from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_fleet_report,
+from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_report,
                                                                    gds_node_probe, gds_plan, gds_preflight, gpu_operator,
                                                                    mofed, nvidia_fs)
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
@@ -392,12 +392,12 @@ def test_fuzz_gds_node_probe_options(record_property):
     fuzz(record_property, cases(gds_node_probe.argument_spec(), base, semantic), attempt)
 
 
-# --------------------------------------------------------------------------- gds_fleet_report
-def test_fuzz_gds_fleet_report_options(record_property, tmp_path):
+# --------------------------------------------------------------------------- gds_report
+def test_fuzz_gds_report_options(record_property, tmp_path):
     """The module file only documents the action plugin; the action validates the options."""
     # controller-side code: absent where ansible-test runs module unit tests
     AnsibleActionFail = pytest.importorskip("ansible.errors").AnsibleActionFail
-    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_fleet_report_action import run_action
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_report_action import run_action
     dest = tmp_path / "reports"
 
     def attempt(args, _needle):
@@ -406,7 +406,7 @@ def test_fuzz_gds_fleet_report_options(record_property, tmp_path):
         except AnsibleActionFail as exc:
             result = {"failed": True, "msg": str(exc)}
         return result, os.listdir(str(dest)) if dest.exists() else []
-    spec = dict((k, v) for k, v in gds_fleet_report.argument_spec().items() if k != "dest")
+    spec = dict((k, v) for k, v in gds_report.argument_spec().items() if k != "dest")
     fuzz(record_property, cases(spec, {}, []), attempt)
 
 

@@ -5,7 +5,7 @@
 
 CAPTURED_* are real: the ``ansible_facts.gds`` that gpudirect.storage.gds_facts returned on a
 host with the CUDA stand-ins (tests/fixtures/cuda_standin), trimmed to the keys the report reads,
-and the run journal the gds_fleet_report callback wrote during playbooks/verify.yml +
+and the run journal the gds_report callback wrote during playbooks/verify.yml +
 playbooks/report.yml against a fake fleet (one host unreachable, one forced to fail with
 gds_verify_require_mode=gds), 2026-11-23, ansible-core 2.19.14.
 """
@@ -128,7 +128,7 @@ def test_failed_host_keeps_its_facts_and_the_failing_assertion_without_repeating
 def test_host_without_facts_or_journal_is_unknown_and_says_how_to_learn_why():
     rec = fr.build_records(["quiet-01"], {}, {}, journal_enabled=False)[0]
     assert rec["status"] == "unknown" and rec["mode"] == "unknown"
-    assert "enable the gpudirect.storage.gds_fleet_report callback" in rec["reason"]
+    assert "enable the gpudirect.storage.gds_report callback" in rec["reason"]
     assert "callback" not in fr.build_record("quiet-01", None, None, journal_enabled=True)["reason"]
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The gds_fleet_report action plugin, run in-process with a stand-in task."""
+"""The gds_report action plugin, run in-process with a stand-in task."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpudirect.storage.plugins.action import gds_fleet_report as action
+from ansible_collections.gpudirect.storage.plugins.action import gds_report as action
 from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__fleet_report import (
     CAPTURED_COMPAT_FACTS, CAPTURED_JOURNAL, UNAVAILABLE_FACTS)
 
@@ -35,7 +35,7 @@ def run_action(args, check_mode=False, diff=False, hostvars=None, groups=None):
     task.async_val = 0
     task.check_mode = check_mode
     task.diff = diff
-    task.action = "gpudirect.storage.gds_fleet_report"
+    task.action = "gpudirect.storage.gds_report"
     connection = MagicMock()
     connection._shell.tmpdir = "/nonexistent"  # never used: the action needs no connection
     plugin = action.ActionModule(task, connection, MagicMock(), loader=None, templar=None, shared_loader_obj=None)
@@ -65,7 +65,7 @@ def test_host_facts_and_pending_reboots_from_hostvars():
 
 
 def test_read_journal_without_path_or_unreadable(tmp_path):
-    assert "enable the gpudirect.storage.gds_fleet_report callback" in action.read_journal(None)[1]
+    assert "enable the gpudirect.storage.gds_report callback" in action.read_journal(None)[1]
     assert "unreadable" in action.read_journal(str(tmp_path / "missing"))[1]
 
 
@@ -87,7 +87,7 @@ def test_run_without_the_callback_reports_unknown_hosts_and_says_why(tmp_path, m
     monkeypatch.delenv(action.ENV_JOURNAL, raising=False)
     res = run_action({"dest": str(tmp_path), "hosts": ["unreachable-05", "gpu-standin-01"], "formats": ["md"],
                       "verified_hosts": False})
-    assert res["journal"] is None and "enable the gpudirect.storage.gds_fleet_report callback" in res["msg"]
+    assert res["journal"] is None and "enable the gpudirect.storage.gds_report callback" in res["msg"]
     assert sorted(os.listdir(str(tmp_path))) == ["gds-fleet.json", "gds-fleet.md"]
     rec = json.load(open(res["files"]["json"]))["hosts"][1]
     assert rec["host"] == "unreachable-05" and rec["status"] == "unknown"

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The gds_fleet_report callback: run journal, hand-over to the action, fallback report.
+"""The gds_report callback: run journal, hand-over to the action, fallback report.
 
 The callback is fed the same calls ansible-core makes (v2_playbook_on_start, ..._on_failed,
 ..._on_stats) with small stand-ins for Task/Host/Play objects; tests/system/test_report.py runs
@@ -17,8 +17,8 @@ import pytest
 from ansible import context
 from ansible.module_utils.common.collections import ImmutableDict
 
-from ansible_collections.gpudirect.storage.plugins.action import gds_fleet_report as action
-from ansible_collections.gpudirect.storage.plugins.callback import gds_fleet_report as cbmod
+from ansible_collections.gpudirect.storage.plugins.action import gds_report as action
+from ansible_collections.gpudirect.storage.plugins.callback import gds_report as cbmod
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
 from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__fleet_report import (
     CAPTURED_COMPAT_FACTS)
@@ -168,7 +168,7 @@ def test_the_action_reads_this_runs_journal_only(callback):
 def test_stats_removes_the_temporary_journal_and_writes_no_report_when_the_report_play_ran(callback, tmp_path):
     run_verify(callback)
     callback.v2_runner_on_ok(Result("localhost", Task("Write", Named("gpudirect.storage.gds_report"),
-                                                      "gpudirect.storage.gds_fleet_report"), {"changed": True}))
+                                                      "gpudirect.storage.gds_report"), {"changed": True}))
     path = callback.journal_path
     callback.v2_playbook_on_stats(None)
     assert not os.path.exists(path) and cbmod.ENV_JOURNAL not in os.environ and cbmod.ENV_RUN not in os.environ

@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-name: gds_fleet_report
+name: gds_report
 type: aggregate
 short_description: Record why hosts failed or were unreachable, for the GDS fleet report
 version_added: 0.1.0
 description:
   - Records, for every host, the task that failed or found the host unreachable, its role and
-    its message, in a run journal (JSON lines). The M(gpudirect.storage.gds_fleet_report)
+    its message, in a run journal (JSON lines). The M(gpudirect.storage.gds_report)
     action (role C(gpudirect.storage.gds_report), C(playbooks/report.yml)) reads it, so hosts
     that never produced GDS facts appear in C(gds-fleet.json), C(gds-fleet.md) and
     C(gds-fleet.html) with the reason.
@@ -25,29 +25,29 @@ description:
     the aborted play that never had their turn are marked C(not reached).
   - Prints nothing; use it next to the normal stdout callback.
 requirements:
-  - enable it, for example C(ANSIBLE_CALLBACKS_ENABLED=gpudirect.storage.gds_fleet_report), or
-    C(callbacks_enabled = gpudirect.storage.gds_fleet_report) in the C([defaults]) section of ansible.cfg.
+  - enable it, for example C(ANSIBLE_CALLBACKS_ENABLED=gpudirect.storage.gds_report), or
+    C(callbacks_enabled = gpudirect.storage.gds_report) in the C([defaults]) section of ansible.cfg.
 options:
   journal:
     description:
       - Where to keep the run journal. Default - a temporary file removed at the end of the run.
     type: path
     env:
-      - name: GDS_FLEET_JOURNAL_PATH
+      - name: GDS_REPORT_JOURNAL
     ini:
-      - section: callback_gds_fleet_report
+      - section: callback_gds_report
         key: journal
   report_dir:
     description:
       - Directory of the fallback report. Default - the directory the
-        M(gpudirect.storage.gds_fleet_report) action uses (C(reports) under the project directory
-        of the first playbook, never the current directory; see its O(gpudirect.storage.gds_fleet_report#module:dest)).
+        M(gpudirect.storage.gds_report) action uses (C(reports) under the project directory
+        of the first playbook, never the current directory; see its O(gpudirect.storage.gds_report#module:dest)).
         Keep it equal to the role's C(gds_report_dir), which defaults to the same environment variable.
     type: path
     env:
       - name: GDS_REPORT_DIR
     ini:
-      - section: callback_gds_fleet_report
+      - section: callback_gds_report
         key: report_dir
   write_on_abort:
     description: Write the fallback report when the run ended before its report play.
@@ -56,7 +56,7 @@ options:
     env:
       - name: GDS_REPORT_WRITE_ON_ABORT
     ini:
-      - section: callback_gds_fleet_report
+      - section: callback_gds_report
         key: write_on_abort
 """
 
@@ -75,7 +75,7 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write im
 
 ENV_JOURNAL = "GDS_FLEET_JOURNAL"
 ENV_RUN = "GDS_FLEET_RUN_ID"
-REPORT_ACTIONS = ("gpudirect.storage.gds_fleet_report", "gds_fleet_report")
+REPORT_ACTIONS = ("gpudirect.storage.gds_report", "gds_report")
 REPORT_ROLES = ("gpudirect.storage.gds_report", "gds_report")
 
 
@@ -104,7 +104,7 @@ def playbook_has_report(plays):
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
-    CALLBACK_NAME = "gpudirect.storage.gds_fleet_report"
+    CALLBACK_NAME = "gpudirect.storage.gds_report"
     CALLBACK_NEEDS_ENABLED = True
 
     def __init__(self, *args, **kwargs):
@@ -132,7 +132,7 @@ class CallbackModule(CallbackBase):
             with open(self.journal_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(event, sort_keys=True, default=str) + "\n")
         except (IOError, OSError) as exc:
-            self._display.warning("gds_fleet_report: cannot write the run journal %s: %s" % (self.journal_path, exc))
+            self._display.warning("gds_report: cannot write the run journal %s: %s" % (self.journal_path, exc))
 
     def _open_journal(self):
         self.run_id = uuid.uuid4().hex
@@ -144,7 +144,7 @@ class CallbackModule(CallbackBase):
                 os.makedirs(parent, 0o755)
             self.temporary = False
         else:
-            fd, path = tempfile.mkstemp(prefix="gds-fleet-journal.", suffix=".jsonl")
+            fd, path = tempfile.mkstemp(prefix="gds-report-journal.", suffix=".jsonl")
             os.close(fd)
             self.temporary = True
             atexit.register(self._remove_journal)  # also when the run is interrupted before its stats
@@ -152,7 +152,7 @@ class CallbackModule(CallbackBase):
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps({"event": "start", "run_id": self.run_id, "pid": os.getpid()}) + "\n")
         # Worker processes (forked for every task) inherit the environment: this is how the
-        # gds_fleet_report action finds the journal of ITS run.
+        # gds_report action finds the journal of ITS run.
         os.environ[ENV_JOURNAL] = path
         os.environ[ENV_RUN] = self.run_id
 
@@ -256,7 +256,7 @@ class CallbackModule(CallbackBase):
         try:
             res = write_report(dest, report)
         except (IOError, OSError) as exc:
-            self._display.warning("gds_fleet_report: cannot write the fallback report into %s: %s" % (dest, exc))
+            self._display.warning("gds_report: cannot write the fallback report into %s: %s" % (dest, exc))
             return
-        self._display.display("gds_fleet_report: the run ended before its report play; report written to %s"
+        self._display.display("gds_report: the run ended before its report play; report written to %s"
                               % res["files"]["html"])

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: gds_fleet_report
+module: gds_report
 short_description: Write the GDS fleet readiness report (JSON, Markdown, HTML) on the controller
 version_added: 0.1.0
 description:
@@ -17,7 +17,7 @@ description:
     page - counts by mode, a sortable table, a throughput bar chart in inline SVG, the reason
     for every host that is not C(gds)) into O(dest).
   - Hosts that failed or were unreachable earlier in the run are in the report too, with the
-    failing task and its message, when the C(gpudirect.storage.gds_fleet_report) callback is
+    failing task and its message, when the C(gpudirect.storage.gds_report) callback is
     enabled (it keeps the run journal this action reads).
   - Runs on the controller only (an action plugin); this file holds its documentation and
     argument specification.
@@ -63,7 +63,7 @@ options:
     type: dict
   journal:
     description:
-      - Run journal of the C(gpudirect.storage.gds_fleet_report) callback. Default - the journal of
+      - Run journal of the C(gpudirect.storage.gds_report) callback. Default - the journal of
         the current run (C(GDS_FLEET_JOURNAL) in the environment); without it, hosts without facts
         are reported with status C(unknown).
     type: path
@@ -99,12 +99,12 @@ author:
 
 EXAMPLES = r"""
 - name: Write the fleet report for the GDS hosts into ./reports
-  gpudirect.storage.gds_fleet_report:
+  gpudirect.storage.gds_report:
     hosts: "{{ groups['gds_hosts'] }}"
     dest: reports
 
 - name: Only the JSON and the Markdown table
-  gpudirect.storage.gds_fleet_report:
+  gpudirect.storage.gds_report:
     dest: /srv/www/gds
     formats: [json, md]
 """
@@ -129,17 +129,17 @@ journal:
   description: The run journal read, or null when the callback was not enabled.
   returned: always
   type: str
-  sample: /tmp/gds-fleet-journal.k2j3.jsonl
+  sample: /tmp/gds-report-journal.k2j3.jsonl
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_fleet_report import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_report import argument_spec
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    module.fail_json(msg="gpudirect.storage.gds_fleet_report runs on the controller through its action plugin; "
+    module.fail_json(msg="gpudirect.storage.gds_report runs on the controller through its action plugin; "
                          "this module file only documents it")
 
 

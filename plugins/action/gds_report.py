@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""gpudirect.storage.gds_fleet_report: build the fleet report on the controller from every
-host's ``ansible_facts.gds`` and the run journal of the ``gds_fleet_report`` callback, and
+"""gpudirect.storage.gds_report: build the fleet report on the controller from every
+host's ``ansible_facts.gds`` and the run journal of the ``gds_report`` callback, and
 write gds-fleet.{json,md,html}. The logic is in plugin_utils/_report/*.py."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from ansible import context
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_fleet_report import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_report import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import report_dir, write_report
 
@@ -33,7 +33,7 @@ def default_hosts(groups):
 def read_journal(path, run_id=None):
     """(events, note): the journal's events, or [] with the reason it was not used."""
     if not path:
-        return [], "no run journal: enable the gpudirect.storage.gds_fleet_report callback to see why hosts failed"
+        return [], "no run journal: enable the gpudirect.storage.gds_report callback to see why hosts failed"
     try:
         with open(path, "r", encoding="utf-8") as f:
             events = fr.parse_journal(f.read())
