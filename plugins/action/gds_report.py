@@ -3,7 +3,9 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gpudirect.storage.gds_report: build the fleet report on the controller from every
 host's ``ansible_facts.gds`` and the run journal of the ``gds_report`` callback, and
-write gds-fleet.{json,md,html}. The logic is in plugin_utils/_report/*.py."""
+write gds-fleet.{json,md,html}. The logic is in plugin_utils/_report/*.py; the journal of this
+run comes from ``_report.journal`` (registered there by the callback, never through the
+environment)."""
 
 from __future__ import annotations
 
@@ -15,10 +17,9 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_report import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import journal as run_journal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import report_dir, write_report
 
-ENV_JOURNAL = "GDS_FLEET_JOURNAL"
-ENV_RUN = "GDS_FLEET_RUN_ID"
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -28,21 +29,6 @@ def default_hosts(groups):
     if groups.get("gds_hosts"):
         return list(groups["gds_hosts"])
     return [h for h in groups.get("all") or [] if h not in LOCAL_NAMES]
-
-
-def read_journal(path, run_id=None):
-    """(events, note): the journal's events, or [] with the reason it was not used."""
-    if not path:
-        return [], "no run journal: enable the gpudirect.storage.gds_report callback to see why hosts failed"
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            events = fr.parse_journal(f.read())
-    except (IOError, OSError) as exc:
-        return [], "run journal %s unreadable: %s" % (path, exc)
-    start = next((e for e in events if e.get("event") == "start"), {})
-    if run_id and start.get("run_id") != run_id:
-        return [], "run journal %s belongs to another run" % path
-    return events, None
 
 
 def command_line_playbooks():
@@ -87,8 +73,7 @@ class ActionModule(ActionBase):
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
         hosts = args["hosts"] if args["hosts"] is not None else default_hosts(task_vars.get("groups"))
-        journal_path = args["journal"] or os.environ.get(ENV_JOURNAL)
-        events, note = read_journal(journal_path, None if args["journal"] else os.environ.get(ENV_RUN))
+        journal_path, events, note = run_journal.read_for_report(args["journal"])
         journal_hosts = fr.fold_journal(events)
         names = list(hosts) + [h for h in sorted(journal_hosts) if h not in hosts and h not in LOCAL_NAMES]
         if args["verified_hosts"] and args["facts"] is None:

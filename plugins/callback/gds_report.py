@@ -15,10 +15,11 @@ description:
     action (role C(gpudirect.storage.gds_report), C(playbooks/report.yml)) reads it, so hosts
     that never produced GDS facts appear in C(gds-fleet.json), C(gds-fleet.md) and
     C(gds-fleet.html) with the reason.
-  - The journal path is published to the run's worker processes in the environment variable
-    C(GDS_FLEET_JOURNAL) (with C(GDS_FLEET_RUN_ID)); a journal from another run is never read.
-    One journal serves every playbook of the run (C(ansible-playbook a.yml b.yml) sends the
-    stats after each); it is removed after the last one.
+  - The action finds the journal of its own run through the collection's journal API
+    (C(plugins/plugin_utils/_report/journal.py)) - registered in the C(ansible-playbook) process
+    and seen by the worker processes Ansible forks from it, never published in the environment -
+    and a journal from another run is never read. One journal serves every playbook of the run
+    (C(ansible-playbook a.yml b.yml) sends the stats after each); it is removed after the last one.
   - When the playbook has a C(gpudirect.storage.gds_report) play but the run ended before that
     play started (C(max_fail_percentage) reached, C(any_errors_fatal)), the callback writes the
     report itself at the end, from the facts and failures it saw, into O(report_dir); hosts of
@@ -60,23 +61,17 @@ options:
         key: write_on_abort
 """
 
-import atexit
 import datetime
-import json
 import os
-import tempfile
-import uuid
 
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import journal as run_journal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import report_dir, write_report
 
-ENV_JOURNAL = "GDS_FLEET_JOURNAL"
-ENV_RUN = "GDS_FLEET_RUN_ID"
-REPORT_ACTIONS = ("gpudirect.storage.gds_report", "gds_report")
-REPORT_ROLES = ("gpudirect.storage.gds_report", "gds_report")
+REPORT_NAMES = ("gpudirect.storage.gds_report", "gds_report")  # the report's action and its role
 
 
 def task_info(task, play_name=None):
@@ -92,7 +87,7 @@ def task_info(task, play_name=None):
 def is_report_play(play):
     """True when the play runs the gds_report role in its roles: section (playbooks/report.yml)."""
     for role in play.get_roles() or []:
-        if role.get_name() in REPORT_ROLES or role.get_name(include_role_fqcn=False) == "gds_report":
+        if role.get_name() in REPORT_NAMES or role.get_name(include_role_fqcn=False) == "gds_report":
             return True
     return False
 
@@ -109,9 +104,7 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super(CallbackModule, self).__init__(*args, **kwargs)
-        self.journal_path = None
-        self.temporary = False
-        self.run_id = None
+        self.journal = None  # _report.journal.RunJournal of this run
         self.play_name = None
         self.play_all_hosts = []
         self.playbooks = []
@@ -125,40 +118,26 @@ class CallbackModule(CallbackBase):
         self.playbooks_started = 0
 
     # -- journal --------------------------------------------------------------------------------
+    @property
+    def journal_path(self):
+        return self.journal.path if self.journal is not None else None
+
     def _append(self, event):
-        if not self.journal_path:
+        if self.journal is None:
             return
         try:
-            with open(self.journal_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(event, sort_keys=True, default=str) + "\n")
+            self.journal.append(event)
         except (IOError, OSError) as exc:
-            self._display.warning("gds_report: cannot write the run journal %s: %s" % (self.journal_path, exc))
+            self._display.warning("gds_report: cannot write the run journal %s: %s" % (self.journal.path, exc))
 
     def _open_journal(self):
-        self.run_id = uuid.uuid4().hex
-        path = self.get_option("journal")
-        if path:
-            path = os.path.abspath(os.path.expanduser(path))
-            parent = os.path.dirname(path)
-            if not os.path.isdir(parent):
-                os.makedirs(parent, 0o755)
-            self.temporary = False
-        else:
-            fd, path = tempfile.mkstemp(prefix="gds-report-journal.", suffix=".jsonl")
-            os.close(fd)
-            self.temporary = True
-            atexit.register(self._remove_journal)  # also when the run is interrupted before its stats
-        self.journal_path = path
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"event": "start", "run_id": self.run_id, "pid": os.getpid()}) + "\n")
-        # Worker processes (forked for every task) inherit the environment: this is how the
-        # gds_report action finds the journal of ITS run.
-        os.environ[ENV_JOURNAL] = path
-        os.environ[ENV_RUN] = self.run_id
+        # registered in _report.journal: the gds_report action, in a worker forked from this
+        # process, finds it there (journal.current()); nothing goes into the environment
+        self.journal = run_journal.start_run(self.get_option("journal"))
 
     # -- playbook events -------------------------------------------------------------------------
     def v2_playbook_on_start(self, playbook):
-        if self.journal_path is None:
+        if self.journal is None:
             self._open_journal()
         self.playbooks_started += 1
         name = os.path.basename(getattr(playbook, "_file_name", "") or "playbook")
@@ -216,7 +195,7 @@ class CallbackModule(CallbackBase):
         facts = fr.slim_facts((result.result.get("ansible_facts") or {}).get("gds"))
         if facts:
             self.facts[host] = facts
-        if getattr(result.task, "action", None) in REPORT_ACTIONS:
+        if getattr(result.task, "action", None) in REPORT_NAMES:
             self.report_ran = True
 
     def _last_playbook(self):
@@ -236,19 +215,17 @@ class CallbackModule(CallbackBase):
                 self._write_fallback()
         finally:
             if last:
-                self._remove_journal()
-                for name in (ENV_JOURNAL, ENV_RUN):
-                    os.environ.pop(name, None)
+                self._end_journal()
 
-    def _remove_journal(self):
-        if self.temporary and self.journal_path and os.path.exists(self.journal_path):
-            os.unlink(self.journal_path)
+    def _end_journal(self):
+        """Unregister this run's journal and remove it if it is temporary."""
+        if self.journal is not None and run_journal.current() is self.journal:
+            run_journal.end_run()
+        elif self.journal is not None:
+            self.journal.remove()
 
     def _write_fallback(self):
-        text = ""
-        if self.journal_path and os.path.exists(self.journal_path):
-            with open(self.journal_path, "r", encoding="utf-8") as f:
-                text = f.read()
+        text = self.journal.text() if self.journal is not None else ""
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         report = fr.fallback_report(text, self.hosts, self.facts, self.play_name, self.play_all_hosts,
                                     self.play_hosts.get(self.play_name) or set(), self.playbooks, now)

@@ -63,8 +63,8 @@ options:
     type: dict
   journal:
     description:
-      - Run journal of the C(gpudirect.storage.gds_report) callback. Default - the journal of
-        the current run (C(GDS_FLEET_JOURNAL) in the environment); without it, hosts without facts
+      - Run journal of the C(gpudirect.storage.gds_report) callback. Default - the journal the
+        callback registered for the current run (never one of another run); without it, hosts without facts
         are reported with status C(unknown).
     type: path
   k8s_nodes:

@@ -14,6 +14,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpudirect.storage.plugins.action import gds_report as action
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import journal as run_journal
 from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__fleet_report import (
     CAPTURED_COMPAT_FACTS, CAPTURED_JOURNAL, UNAVAILABLE_FACTS)
 
@@ -47,8 +48,7 @@ def run_action(args, check_mode=False, diff=False, hostvars=None, groups=None):
 def journal(tmp_path, monkeypatch):
     path = tmp_path / "journal.jsonl"
     path.write_text(CAPTURED_JOURNAL)
-    monkeypatch.setenv(action.ENV_JOURNAL, str(path))
-    monkeypatch.setenv(action.ENV_RUN, "d1cb13beff3342eeb9dbf2d7054a60ae")
+    monkeypatch.setattr(run_journal, "_current", run_journal.RunJournal(str(path), "d1cb13beff3342eeb9dbf2d7054a60ae"))
     return str(path)
 
 
@@ -65,8 +65,8 @@ def test_host_facts_and_pending_reboots_from_hostvars():
 
 
 def test_read_journal_without_path_or_unreadable(tmp_path):
-    assert "enable the gpudirect.storage.gds_report callback" in action.read_journal(None)[1]
-    assert "unreadable" in action.read_journal(str(tmp_path / "missing"))[1]
+    assert "enable the gpudirect.storage.gds_report callback" in run_journal.read(None)[1]
+    assert "unreadable" in run_journal.read(str(tmp_path / "missing"))[1]
 
 
 def test_run_writes_the_report_with_the_journal_reasons(journal, tmp_path):
@@ -84,13 +84,25 @@ def test_run_writes_the_report_with_the_journal_reasons(journal, tmp_path):
 
 
 def test_run_without_the_callback_reports_unknown_hosts_and_says_why(tmp_path, monkeypatch):
-    monkeypatch.delenv(action.ENV_JOURNAL, raising=False)
+    monkeypatch.setattr(run_journal, "_current", None)
     res = run_action({"dest": str(tmp_path), "hosts": ["unreachable-05", "gpu-standin-01"], "formats": ["md"],
                       "verified_hosts": False})
     assert res["journal"] is None and "enable the gpudirect.storage.gds_report callback" in res["msg"]
     assert sorted(os.listdir(str(tmp_path))) == ["gds-fleet.json", "gds-fleet.md"]
     rec = json.load(open(res["files"]["json"]))["hosts"][1]
     assert rec["host"] == "unreachable-05" and rec["status"] == "unknown"
+
+
+def test_a_journal_named_in_the_environment_is_never_read(journal, tmp_path, monkeypatch):
+    """Issue 15: the callback handed its journal to the action through os.environ, which every
+    child process inherits - a nested ansible-playbook without the callback read the outer run's
+    journal. Only the journal registered for this run (_report.journal) counts."""
+    monkeypatch.setattr(run_journal, "_current", None)
+    monkeypatch.setenv("GDS_FLEET_JOURNAL", journal)
+    monkeypatch.setenv("GDS_FLEET_RUN_ID", "d1cb13beff3342eeb9dbf2d7054a60ae")
+    res = run_action({"dest": str(tmp_path / "r"), "hosts": ["unreachable-05"], "verified_hosts": False})
+    assert res["journal"] is None and "enable the gpudirect.storage.gds_report callback" in res["msg"]
+    assert json.load(open(res["files"]["json"]))["hosts"][0]["status"] == "unknown"
 
 
 def test_run_check_mode_and_diff(journal, tmp_path):
@@ -100,7 +112,7 @@ def test_run_check_mode_and_diff(journal, tmp_path):
 
 
 def test_explicit_facts_and_a_journal_of_another_run(journal, tmp_path, monkeypatch):
-    monkeypatch.setenv(action.ENV_RUN, "another-run")
+    monkeypatch.setattr(run_journal, "_current", run_journal.RunJournal(journal, "another-run"))
     res = run_action({"dest": str(tmp_path), "hosts": ["x"], "facts": {"x": CAPTURED_COMPAT_FACTS}})
     assert "belongs to another run" in res["msg"]
     assert json.load(open(res["files"]["json"]))["hosts"][0]["mode"] == "compat"

@@ -17,9 +17,9 @@ import pytest
 from ansible import context
 from ansible.module_utils.common.collections import ImmutableDict
 
-from ansible_collections.gpudirect.storage.plugins.action import gds_report as action
 from ansible_collections.gpudirect.storage.plugins.callback import gds_report as cbmod
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import journal as run_journal
 from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__fleet_report import (
     CAPTURED_COMPAT_FACTS)
 
@@ -94,14 +94,11 @@ ASSERT_TASK = Task("Assert the GDS verdict is at least gds", VERIFY)
 @pytest.fixture
 def callback(tmp_path, monkeypatch):
     monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False))
-    monkeypatch.delenv(cbmod.ENV_JOURNAL, raising=False)
-    monkeypatch.delenv(cbmod.ENV_RUN, raising=False)
+    monkeypatch.setattr(run_journal, "_current", None)
     cb = cbmod.CallbackModule()
     cb._plugin_options = {"journal": None, "report_dir": str(tmp_path / "reports"), "write_on_abort": True}
     yield cb
-    cb._remove_journal()
-    for name in (cbmod.ENV_JOURNAL, cbmod.ENV_RUN):
-        os.environ.pop(name, None)
+    cb._end_journal()
 
 
 def journal_lines(cb):
@@ -127,9 +124,10 @@ def run_verify(cb, report_play=True, hosts=("n1", "n2", "n3", "n4")):
 
 def test_journal_records_failures_and_unreachables_and_publishes_its_path(callback):
     run_verify(callback)
-    assert os.environ[cbmod.ENV_JOURNAL] == callback.journal_path and callback.temporary
+    assert run_journal.current().path == callback.journal_path and callback.journal.temporary
+    assert "GDS_FLEET_JOURNAL" not in os.environ and "GDS_FLEET_RUN_ID" not in os.environ
     lines = journal_lines(callback)
-    assert lines[0]["event"] == "start" and lines[0]["run_id"] == os.environ[cbmod.ENV_RUN]
+    assert lines[0]["event"] == "start" and lines[0]["run_id"] == run_journal.current().run_id
     assert lines[1] == {"event": "playbook", "name": "verify.yml"}
     assert lines[2] == {"event": "unreachable", "host": "n2", "play": "Verify GPUDirect Storage",
                         "task": FACTS_TASK.name, "role": "gpudirect.storage.gds_verify",
@@ -159,9 +157,9 @@ def test_a_rescued_host_is_recorded_as_recovered(callback):
 
 def test_the_action_reads_this_runs_journal_only(callback):
     run_verify(callback)
-    events, note = action.read_journal(os.environ[cbmod.ENV_JOURNAL], os.environ[cbmod.ENV_RUN])
+    events, note = run_journal.read(run_journal.current().path, run_journal.current().run_id)
     assert note is None and len(events) == 4
-    events, note = action.read_journal(os.environ[cbmod.ENV_JOURNAL], "another-run")
+    events, note = run_journal.read(run_journal.current().path, "another-run")
     assert events == [] and "belongs to another run" in note
 
 
@@ -171,7 +169,7 @@ def test_stats_removes_the_temporary_journal_and_writes_no_report_when_the_repor
                                                       "gpudirect.storage.gds_report"), {"changed": True}))
     path = callback.journal_path
     callback.v2_playbook_on_stats(None)
-    assert not os.path.exists(path) and cbmod.ENV_JOURNAL not in os.environ and cbmod.ENV_RUN not in os.environ
+    assert not os.path.exists(path) and run_journal.current() is None
     assert not os.path.exists(str(tmp_path / "reports"))
 
 
@@ -226,7 +224,7 @@ def test_an_unwritable_fallback_report_dir_is_a_warning_not_a_crash(callback, tm
     run_verify(callback)
     callback.v2_playbook_on_stats(None)
     assert len(warnings) == 1 and "cannot write the fallback report" in warnings[0]
-    assert cbmod.ENV_JOURNAL not in os.environ
+    assert run_journal.current() is None
 
 
 def test_two_playbooks_of_one_run_share_one_journal(callback, monkeypatch):
@@ -234,15 +232,15 @@ def test_two_playbooks_of_one_run_share_one_journal(callback, monkeypatch):
     the journal was removed after the first, and the second report claimed the callback was off."""
     monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False, args=("verify.yml", "report.yml")))
     run_verify(callback)
-    path, run_id = callback.journal_path, os.environ[cbmod.ENV_RUN]
+    path, run_id = callback.journal_path, run_journal.current().run_id
     callback.v2_playbook_on_stats(None)
-    assert os.path.exists(path) and os.environ[cbmod.ENV_JOURNAL] == path
+    assert os.path.exists(path) and run_journal.current().path == path
     callback.v2_playbook_on_start(Playbook("/x/playbooks/report.yml", []))
-    assert callback.journal_path == path and os.environ[cbmod.ENV_RUN] == run_id
-    events, note = action.read_journal(os.environ[cbmod.ENV_JOURNAL], os.environ[cbmod.ENV_RUN])
-    assert note is None and [e["host"] for e in events if e.get("host")] == ["n2", "n3"]
+    assert callback.journal_path == path and run_journal.current().run_id == run_id
+    journal_path, events, note = run_journal.read_for_report()
+    assert note is None and [e["host"] for e in events if e.get("host")] == ["n2", "n3"] and journal_path == path
     callback.v2_playbook_on_stats(None)  # the last playbook of the run
-    assert not os.path.exists(path) and cbmod.ENV_JOURNAL not in os.environ
+    assert not os.path.exists(path) and run_journal.current() is None
 
 
 def test_the_fallback_report_dir_follows_the_playbook_not_the_current_directory(callback, tmp_path, monkeypatch):

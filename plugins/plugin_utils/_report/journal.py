@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The run journal: written by the ``gds_report`` callback, read by the ``gds_report`` action.
+PRIVATE to the collection. CONTROLLER side.
+
+The journal is a JSON-lines file. Its first line names its run (``{"event": "start", "run_id":
+..., "pid": ...}``); the callback then appends one line per failed, unreachable or recovered host
+(``_report.fleet.journal_event``).
+
+How the action finds the journal of ITS run, and no other (the hand-off):
+
+* the callback calls :func:`start_run` in the main ``ansible-playbook`` process when the first
+  playbook starts; it creates the file and registers it here, in this module;
+* the action calls :func:`current` (or :func:`read_for_report`). Action plugins run in worker
+  processes that Ansible forks from that main process for every task
+  (``ansible.utils.multiprocessing`` uses ``fork``), so they see the registration made before
+  the fork - as they see ``ansible.context.CLIARGS``;
+* at the end of the last playbook the callback calls :func:`end_run`.
+
+Nothing is published in the environment: a process that is not a fork of this run (a nested
+``ansible-playbook`` started by a task, a module run on localhost) never sees the journal, and a
+run without the callback has no journal. :func:`read` also refuses a file whose start line names
+another run (a configured fixed path that a concurrent run truncated).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import tempfile
+import uuid
+
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.fleet import parse_journal
+
+NO_JOURNAL = "no run journal: enable the gpudirect.storage.gds_report callback to see why hosts failed"
+
+
+class RunJournal(object):
+    """One run's journal file. ``temporary``: created by :func:`start_run` without a configured
+    path, removed at the end of the run."""
+
+    def __init__(self, path, run_id, temporary=False):
+        self.path, self.run_id, self.temporary = path, run_id, temporary
+
+    def append(self, event):
+        """Add one event (a dict). Raises OSError when the file cannot be written."""
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(event, sort_keys=True, default=str) + "\n")
+
+    def text(self):
+        """The journal so far ("" when the file is gone)."""
+        if not os.path.exists(self.path):
+            return ""
+        with open(self.path, "r", encoding="utf-8") as f:
+            return f.read()
+
+    def remove(self):
+        """Remove the file if it is temporary (a configured journal is kept)."""
+        if self.temporary and os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+_current = None  # the RunJournal of this ansible-playbook run, in its main process and its forks
+
+
+def start_run(path=None):
+    """Create (or truncate) the journal of a new run and register it as the current one.
+    ``path``: the callback's ``journal`` option; None for a temporary file."""
+    global _current  # pylint: disable=global-statement
+    run_id = uuid.uuid4().hex
+    if path:
+        path = os.path.abspath(os.path.expanduser(path))
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, 0o755)
+        run = RunJournal(path, run_id)
+    else:
+        fd, path = tempfile.mkstemp(prefix="gds-report-journal.", suffix=".jsonl")
+        os.close(fd)
+        run = RunJournal(path, run_id, temporary=True)
+        atexit.register(run.remove)  # also when the run is interrupted before its stats
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "start", "run_id": run_id, "pid": os.getpid()}) + "\n")
+    _current = run
+    return run
+
+
+def current():
+    """The RunJournal of this run, or None when the callback is not enabled."""
+    return _current
+
+
+def end_run():
+    """Unregister the current journal and remove it if it is temporary."""
+    global _current  # pylint: disable=global-statement
+    run, _current = _current, None
+    if run is not None:
+        run.remove()
+
+
+def read(path, run_id=None):
+    """(events, note): the journal's events, or [] with the reason it was not used. ``run_id``:
+    the run the journal must belong to (None: any, for a path the user named)."""
+    if not path:
+        return [], NO_JOURNAL
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            events = parse_journal(f.read())
+    except (IOError, OSError) as exc:
+        return [], "run journal %s unreadable: %s" % (path, exc)
+    start = next((e for e in events if e.get("event") == "start"), {})
+    if run_id and start.get("run_id") != run_id:
+        return [], "run journal %s belongs to another run" % path
+    return events, None
+
+
+def read_for_report(path=None):
+    """(path, events, note) for the report: the journal at ``path`` when the user named one,
+    else this run's journal (:func:`current`), checked to be of this run."""
+    if path:
+        return (path,) + read(path)
+    run = current()
+    if run is None:
+        return (None,) + read(None)
+    return (run.path,) + read(run.path, run.run_id)
