@@ -26,7 +26,7 @@ import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import merge_values
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait import gpu_candidates, node_os, os_text
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import gpu_candidates, node_os, os_text
 
 OPEN_MODULE_MIN_GDS = (2, 17, 5)
 # chart v25.3.0 added driver.kernelModuleType and made driver.useOpenKernelModules a no-op

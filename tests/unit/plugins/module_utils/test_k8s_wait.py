@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""_k8s_wait: readiness evaluation from API JSON (captured from the emulator's API by
+"""_k8s.readiness: readiness evaluation from API JSON (captured from the emulator's API by
 tests/fixtures/helm/capture.py: the same shapes a kubelet reports) and the Waiter loop."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import readiness as kr
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "k8s_emulator", "captured")
@@ -28,7 +29,7 @@ def healthy():
 
 
 def test_ready_cluster(healthy):
-    result = kw.evaluate(*healthy)
+    result = kr.evaluate(*healthy)
     assert result["ready"] is True and result["problems"] == []
     assert result["cluster_policy"]["state"] == "ready"
     assert [n["name"] for n in result["nodes"]] == ["gpu-a", "gpu-b"]
@@ -38,7 +39,7 @@ def test_ready_cluster(healthy):
 
 
 def test_crashloop_names_nodes_reason_and_termination_message():
-    result = kw.evaluate(items("clusterpolicies-notready.json"), items("nodes-gpu.json"), items("pods-crashloop.json"))
+    result = kr.evaluate(items("clusterpolicies-notready.json"), items("nodes-gpu.json"), items("pods-crashloop.json"))
     assert result["ready"] is False
     assert result["problems"][0] == "ClusterPolicy cluster-policy state is notReady"
     text = kw.failure_message(result, 600)
@@ -53,7 +54,7 @@ def test_crashloop_names_nodes_reason_and_termination_message():
 def test_stale_image_is_not_ready(healthy):
     policies, nodes, pods = copy.deepcopy(healthy)
     policies[0]["spec"]["gds"]["version"] = "2.30.1"  # helm updated the CR, operator not yet
-    result = kw.evaluate(policies, nodes, pods)
+    result = kr.evaluate(policies, nodes, pods)
     assert not result["ready"]
     assert "nvidia-fs-ctr runs nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4, ClusterPolicy wants " \
            "nvcr.io/nvidia/cloud-native/nvidia-fs:2.30.1" in result["problems"][0]
@@ -63,16 +64,16 @@ def test_os_suffixed_tag_matches(healthy):
     policies, nodes, pods = copy.deepcopy(healthy)
     for pod in pods:
         pod["spec"]["containers"][1]["image"] += "-ubuntu22.04"
-    assert kw.evaluate(policies, nodes, pods)["ready"]
+    assert kr.evaluate(policies, nodes, pods)["ready"]
 
 
 def test_missing_pod_deleting_pod_and_missing_policy(healthy):
     policies, nodes, pods = copy.deepcopy(healthy)
     pods[0]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    result = kw.evaluate(policies, nodes, pods)
+    result = kr.evaluate(policies, nodes, pods)
     node = pods[0]["spec"]["nodeName"]
     assert "%s: no driver pod (app.kubernetes.io/component=nvidia-driver) yet" % node in result["problems"]
-    result = kw.evaluate([], nodes, [])
+    result = kr.evaluate([], nodes, [])
     assert result["problems"][0] == "no ClusterPolicy exists yet" and result["cluster_policy"] == {}
     # without a ClusterPolicy nothing is known to be required: no node may look ready
     assert [(n["ready"], n["gds_ready"]) for n in result["nodes"]] == [(False, False), (False, False)]
@@ -94,20 +95,20 @@ def _no_gpu_policy(policies, reason="NoGPUNodes"):
 def test_zero_gpu_nodes_is_never_success_while_gds_is_on(healthy):
     """The operator labels GPU nodes itself; until it has, ClusterPolicy may be ready (NoGPUNodes)."""
     policies, nodes = copy.deepcopy(healthy[:2])
-    result = kw.evaluate(_no_gpu_policy(policies), _unlabel(nodes), [])
+    result = kr.evaluate(_no_gpu_policy(policies), _unlabel(nodes), [])
     assert result["ready"] is False and result["nodes"] and not any(n["ready"] for n in result["nodes"])
     assert result["problems"][0] == "no GPU node: no node is labelled nvidia.com/gpu.present=true; " \
         "ClusterPolicy reports NoGPUNodes"
     assert "gpu-a: NVIDIA PCI device (NFD) but not labelled nvidia.com/gpu.present=true by the operator yet" \
         in result["problems"]
-    no_pci = kw.evaluate(policies, _unlabel(copy.deepcopy(healthy[1]), pci=False), [])
+    no_pci = kr.evaluate(policies, _unlabel(copy.deepcopy(healthy[1]), pci=False), [])
     assert no_pci["ready"] is False and no_pci["nodes"] == []
     assert "no node has an NVIDIA PCI device (NFD label feature.node.kubernetes.io/pci-10de.present=true)" \
         in no_pci["problems"][0]
     bare = copy.deepcopy(healthy[1])
     for node in bare:
         node["metadata"]["labels"] = {"kubernetes.io/hostname": node["metadata"]["name"]}
-    no_nfd = kw.evaluate(_no_gpu_policy(policies, "NFDLabelsMissing"), bare, [])
+    no_nfd = kr.evaluate(_no_gpu_policy(policies, "NFDLabelsMissing"), bare, [])
     assert "NFD is missing" in no_nfd["problems"][0] and "NFDLabelsMissing" in no_nfd["problems"][0]
 
 
@@ -116,26 +117,26 @@ def test_every_gpu_node_counts_even_one_not_labelled_yet(healthy):
     nodes.append(copy.deepcopy(nodes[0]))
     nodes[-1]["metadata"]["name"] = "gpu-c"
     _unlabel(nodes[-1:])
-    result = kw.evaluate(policies, nodes, pods)
+    result = kr.evaluate(policies, nodes, pods)
     assert result["ready"] is False and [n["name"] for n in result["nodes"]] == ["gpu-a", "gpu-b", "gpu-c"]
     assert result["nodes"][2]["gpu_labelled"] is False and result["nodes"][0]["gds_ready"] is True
 
 
 def test_expected_gpu_node_count_and_selector(healthy):
     policies, nodes, pods = copy.deepcopy(healthy)
-    assert kw.evaluate(policies, nodes, pods, expect={"count": 2})["ready"]
-    result = kw.evaluate(policies, nodes, pods, expect={"count": 64})
+    assert kr.evaluate(policies, nodes, pods, expect={"count": 2})["ready"]
+    result = kr.evaluate(policies, nodes, pods, expect={"count": 64})
     assert result["problems"] == ["2 of 64 expected GPU nodes labelled nvidia.com/gpu.present=true"]
     cpu = copy.deepcopy(nodes[0])
     cpu["metadata"]["name"] = "cpu-9"
     cpu["metadata"]["labels"] = {"pool": "gpu"}
     nodes[0]["metadata"]["labels"]["pool"] = "gpu"
-    result = kw.evaluate(policies, nodes + [cpu], pods, expect={"selector": kw.parse_selector("pool=gpu")})
+    result = kr.evaluate(policies, nodes + [cpu], pods, expect={"selector": kr.parse_selector("pool=gpu")})
     assert result["problems"] == ["cpu-9: selected by gpu_node_selector but not labelled nvidia.com/gpu.present=true"]
-    assert kw.parse_selector("a=b,c!=d,e,!f") == [("a", "=", "b"), ("c", "!=", "d"), ("e", "exists", None),
+    assert kr.parse_selector("a=b,c!=d,e,!f") == [("a", "=", "b"), ("c", "!=", "d"), ("e", "exists", None),
                                                   ("f", "!", None)]
     with pytest.raises(ValueError, match="cannot parse label selector"):
-        kw.parse_selector("a in (b)")
+        kr.parse_selector("a in (b)")
 
 
 def _renamed_pods(pods, app):
@@ -149,7 +150,7 @@ def _renamed_pods(pods, app):
 def test_driver_pods_found_in_every_mode(healthy, app):
     """NVIDIADriver CR pods and OpenShift Driver Toolkit pods: same component label, other app."""
     policies, nodes, pods = copy.deepcopy(healthy)
-    result = kw.evaluate(policies, nodes, _renamed_pods(pods, app))
+    result = kr.evaluate(policies, nodes, _renamed_pods(pods, app))
     assert result["ready"] is True and all(n["gds_ready"] for n in result["nodes"])
 
 
@@ -162,38 +163,38 @@ def test_nvidiadriver_mode_takes_gds_from_the_driver_crs(healthy):
                              "version": "2.29.4"}}}
     other = {"spec": {"nodeSelector": {"pool": "b"}, "gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native",
                                                              "image": "nvidia-fs", "version": "2.30.1"}}}
-    assert kw.required_containers(policies[0], [pool, other]) == ["nvidia-fs-ctr"]
-    result = kw.evaluate(policies, nodes, pods, [pool, other])
+    assert kr.required_containers(policies[0], [pool, other]) == ["nvidia-fs-ctr"]
+    result = kr.evaluate(policies, nodes, pods, [pool, other])
     assert result["ready"] is True
     for container in pods[0]["spec"]["containers"]:
         container["image"] = container["image"].replace("2.29.4", "2.28.0")
-    result = kw.evaluate(policies, nodes, pods, [pool, other])
+    result = kr.evaluate(policies, nodes, pods, [pool, other])
     assert result["ready"] is False and "or nvcr.io/nvidia/cloud-native/nvidia-fs:2.30.1" in result["problems"][0]
 
 
 def test_rdma_requires_peermem(healthy):
     policies, nodes, pods = copy.deepcopy(healthy)
     policies[0]["spec"]["driver"]["rdma"]["enabled"] = True
-    result = kw.evaluate(policies, nodes, pods)
+    result = kr.evaluate(policies, nodes, pods)
     assert "nvidia-peermem-ctr missing from pod" in result["problems"][0]
     for pod in pods:
         pod["spec"]["containers"].append({"name": "nvidia-peermem-ctr", "image": "x"})
         pod["status"]["containerStatuses"].append({"name": "nvidia-peermem-ctr", "ready": True,
                                                    "state": {"running": {}}, "restartCount": 0})
-    assert kw.evaluate(policies, nodes, pods)["ready"]
+    assert kr.evaluate(policies, nodes, pods)["ready"]
 
 
 def test_gds_disabled_only_needs_policy(healthy):
     policies, nodes = copy.deepcopy(healthy[:2])
     policies[0]["spec"]["gds"]["enabled"] = False
-    result = kw.evaluate(policies, nodes, [])
+    result = kr.evaluate(policies, nodes, [])
     assert result["ready"] and not result["nodes"][0]["gds_ready"]
 
 
 def test_pick_policy_skips_ignored():
     a = {"metadata": {"name": "a"}, "status": {"state": "ignored"}}
     b = {"metadata": {"name": "b"}, "status": {"state": "ready"}}
-    assert kw.pick_policy([a, b]) is b and kw.pick_policy([a]) is a and kw.pick_policy([]) is None
+    assert kr.pick_policy([a, b]) is b and kr.pick_policy([a]) is a and kr.pick_policy([]) is None
 
 
 class FakeClock(object):

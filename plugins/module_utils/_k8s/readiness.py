@@ -1,0 +1,292 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Is GDS really up? ClusterPolicy and nvidia-fs-ctr readiness, decided from plain API JSON.
+PRIVATE to the collection.
+
+helm's own ``--wait`` (3 and 4) returns while the ClusterPolicy is still ``notReady`` and
+before any nvidia-fs pod exists: the operator creates the driver DaemonSet after helm is
+done. Ready here means: ``ClusterPolicy.status.state == ready`` (and not merely because
+it found no GPU node: reasons ``NoGPUNodes`` / ``NFDLabelsMissing``) AND at least one GPU node
+AND on every GPU node a driver pod whose ``nvidia-fs-ctr`` (and ``nvidia-peermem-ctr`` when
+RDMA is on) is ready and runs the image the ClusterPolicy (or NVIDIADriver) asks for.
+
+GPU nodes: the operator itself labels ``nvidia.com/gpu.present=true`` on nodes whose NFD labels
+show an NVIDIA PCI device, so on a fresh cluster the wait first waits for those labels; a node
+with such a PCI label but no GPU label yet is waited for too, and an optional expectation
+(a count, a node selector) says which nodes must become GPU nodes. Driver pods are found by
+``app.kubernetes.io/component=nvidia-driver``, which every deployment mode sets (ClusterPolicy
+``nvidia-driver-daemonset``, NVIDIADriver ``nvidia-gpu-driver-<os>-<hash>``, OpenShift
+``nvidia-driver-daemonset-<rhcos>``).
+
+:func:`evaluate` decides that from plain API JSON (pure: no kubernetes client here);
+``_k8s.wait.Waiter`` feeds it from list + watch, bounded by a deadline.
+"""
+
+from __future__ import annotations
+
+GPU_LABEL = "nvidia.com/gpu.present"
+DRIVER_COMPONENT = "app.kubernetes.io/component"
+DRIVER_SELECTOR = DRIVER_COMPONENT + "=nvidia-driver"
+NFD_PREFIX = "feature.node.kubernetes.io/"
+# what the operator labels GPU nodes from (gpu-operator controllers/state_manager.go gpuNodeLabels)
+NVIDIA_PCI_LABELS = (NFD_PREFIX + "pci-10de.present", NFD_PREFIX + "pci-0302_10de.present",
+                     NFD_PREFIX + "pci-0300_10de.present")
+NO_GPU_REASONS = ("NoGPUNodes", "NFDLabelsMissing")
+OS_ID_LABEL = "feature.node.kubernetes.io/system-os_release.ID"
+OS_VERSION_LABEL = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+NVIDIA_FS = "nvidia-fs-ctr"
+PEERMEM = "nvidia-peermem-ctr"
+
+
+def _labels(obj):
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def node_os(node):
+    labels = _labels(node)
+    return {"id": labels.get(OS_ID_LABEL), "version_id": labels.get(OS_VERSION_LABEL)}
+
+
+def os_text(os_info):
+    if not os_info.get("id"):
+        return "unknown"
+    return ("%s %s" % (os_info["id"], os_info.get("version_id") or "")).strip()
+
+
+def gpu_nodes(nodes):
+    return sorted((n for n in nodes or [] if _labels(n).get(GPU_LABEL) == "true"),
+                  key=lambda n: n["metadata"]["name"])
+
+
+def has_nvidia_pci(node):
+    return any(_labels(node).get(key) == "true" for key in NVIDIA_PCI_LABELS)
+
+
+def gpu_candidates(nodes):
+    """Nodes that are or will be GPU nodes: labelled by the operator, or with an NVIDIA PCI
+    device in their NFD labels (the operator labels those)."""
+    return sorted((n for n in nodes or [] if _labels(n).get(GPU_LABEL) == "true" or has_nvidia_pci(n)),
+                  key=lambda n: n["metadata"]["name"])
+
+
+def parse_selector(text):
+    """'a=b,c!=d,e,!f' -> [(key, op, value)]; ValueError on anything else (set-based
+    selectors are not supported)."""
+    reqs = []
+    for part in [p.strip() for p in (text or "").split(",") if p.strip()]:
+        if "!=" in part:
+            key, value = part.split("!=", 1)
+            reqs.append((key.strip(), "!=", value.strip()))
+        elif "=" in part:
+            key, value = part.split("==", 1) if "==" in part else part.split("=", 1)
+            reqs.append((key.strip(), "=", value.strip()))
+        elif part.startswith("!"):
+            reqs.append((part[1:].strip(), "!", None))
+        else:
+            reqs.append((part, "exists", None))
+        if not reqs[-1][0] or " " in reqs[-1][0] or "(" in part:
+            raise ValueError("cannot parse label selector %r (use key=value, key!=value, key or !key)" % text)
+    return reqs
+
+
+def selector_matches(labels, reqs):
+    for key, op, value in reqs:
+        if (op == "=" and labels.get(key) != value) or (op == "!=" and labels.get(key) == value) or \
+                (op == "exists" and key not in labels) or (op == "!" and key in labels):
+            return False
+    return True
+
+
+def pick_policy(policies):
+    """The ClusterPolicy the operator acts on: one not marked ``ignored`` (else the first)."""
+    ordered = sorted(policies or [], key=lambda p: p["metadata"]["name"])
+    for policy in ordered:
+        if ((policy.get("status") or {}).get("state")) != "ignored":
+            return policy
+    return ordered[0] if ordered else None
+
+
+def driver_crd_mode(policy):
+    return bool((((policy or {}).get("spec") or {}).get("driver") or {}).get("useNvidiaDriverCRD"))
+
+
+def _driver_specs(policy, drivers):
+    """The specs that carry gds/rdma: the ClusterPolicy's, or in NVIDIADriver mode every
+    NVIDIADriver CR's (one per node pool)."""
+    if driver_crd_mode(policy):
+        return [d.get("spec") or {} for d in drivers or []]
+    spec = (policy or {}).get("spec") or {}
+    return [{"gds": spec.get("gds") or {}, "rdma": (spec.get("driver") or {}).get("rdma") or {}}]
+
+
+def required_containers(policy, drivers=None):
+    wanted = []
+    specs = _driver_specs(policy, drivers)
+    if any((s.get("gds") or {}).get("enabled") for s in specs):
+        wanted.append(NVIDIA_FS)
+    if any((s.get("rdma") or {}).get("enabled") for s in specs):
+        wanted.append(PEERMEM)
+    return wanted
+
+
+def _image_of(gds):
+    if not gds.get("version") or not gds.get("image"):
+        return None
+    repo = gds.get("repository")
+    image = "%s/%s" % (repo.rstrip("/"), gds["image"]) if repo else gds["image"]
+    return "%s:%s" % (image, gds["version"])
+
+
+def expected_nvidia_fs_images(policy, drivers=None):
+    """['<repository>/<image>:<version>'] asked for (the operator appends -<os>); in
+    NVIDIADriver mode one per CR that sets them."""
+    images = [_image_of(s.get("gds") or {}) for s in _driver_specs(policy, drivers)]
+    return sorted(set(i for i in images if i))
+
+
+def container_report(pod, name):
+    spec = next((c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == name), None)
+    status = next((s for s in (pod.get("status") or {}).get("containerStatuses") or [] if s.get("name") == name), None)
+    report = {"name": name, "present": spec is not None, "ready": bool(status and status.get("ready")),
+              "image": (spec or {}).get("image", ""), "restart_count": (status or {}).get("restartCount", 0),
+              "state": "missing" if spec is None else "pending", "reason": "", "message": ""}
+    state = (status or {}).get("state") or {}
+    for key in ("running", "waiting", "terminated"):
+        if key in state:
+            report["state"] = key
+            report["reason"] = state[key].get("reason", "") or ""
+            report["message"] = state[key].get("message", "") or ""
+    last = ((status or {}).get("lastState") or {}).get("terminated")
+    if last:
+        report["last_termination"] = {"reason": last.get("reason", ""), "message": (last.get("message") or "").strip(),
+                                      "exit_code": last.get("exitCode")}
+    return report
+
+
+def _image_ok(report, expected):
+    """``expected``: one image or a list of acceptable ones (NVIDIADriver pools)."""
+    if not expected or report["name"] != NVIDIA_FS:
+        return True
+    image = report["image"]
+    return any(image == want or image.startswith(want + "-")
+               for want in ([expected] if isinstance(expected, str) else expected))
+
+
+def _pod_report(pod, wanted, expected):
+    containers = [container_report(pod, name) for name in wanted]
+    for report in containers:
+        report["image_ok"] = _image_ok(report, expected)
+    ok = all(r["present"] and r["ready"] and r["image_ok"] for r in containers)
+    return {"pod": pod["metadata"]["name"], "ready": ok, "containers": containers}
+
+
+def _problem(node, report, expected):
+    if report is None:
+        return "%s: no driver pod (%s) yet" % (node, DRIVER_SELECTOR)
+    parts = []
+    for ctr in report["containers"]:
+        if not ctr["present"]:
+            parts.append("%s missing from pod %s" % (ctr["name"], report["pod"]))
+        elif not ctr["ready"]:
+            text = "%s not ready (%s%s" % (ctr["name"], ctr["state"], ": " + ctr["reason"] if ctr["reason"] else "")
+            last = ctr.get("last_termination")
+            if last:
+                text += "; last termination: %s" % (last.get("reason") or "?")
+                if last.get("exit_code") is not None:
+                    text += " (exit %s)" % last["exit_code"]
+                if last.get("message"):
+                    text += ": %s" % last["message"]
+            if ctr["restart_count"]:
+                text += "; restarts: %d" % ctr["restart_count"]
+            parts.append(text + ")")
+        elif not ctr["image_ok"]:
+            wants = expected if isinstance(expected, str) else " or ".join(expected)
+            parts.append("%s runs %s, ClusterPolicy wants %s (not rolled out yet)" % (ctr["name"], ctr["image"], wants))
+    return "%s: %s" % (node, "; ".join(parts))
+
+
+def _no_gpu_node_problem(nodes, cp_reason):
+    """Why no node is labelled nvidia.com/gpu.present=true, from the NFD labels."""
+    text = "no GPU node: no node is labelled %s=true" % GPU_LABEL
+    if not any(key.startswith(NFD_PREFIX) for n in nodes or [] for key in _labels(n)):
+        text += (" and no node has Node Feature Discovery labels (%s*): NFD is missing (the chart deploys it "
+                 "with nfd.enabled: true)" % NFD_PREFIX)
+    elif not any(has_nvidia_pci(n) for n in nodes or []):
+        text += " and no node has an NVIDIA PCI device (NFD label %s=true)" % NVIDIA_PCI_LABELS[0]
+    if cp_reason in NO_GPU_REASONS:
+        text += "; ClusterPolicy reports %s" % cp_reason
+    return text
+
+
+def _expectation_problems(nodes, gpu_names, expect):
+    problems, extra = [], []
+    count, reqs = (expect or {}).get("count"), (expect or {}).get("selector")
+    if count and len(gpu_names) < count:
+        problems.append("%d of %d expected GPU nodes labelled %s=true" % (len(gpu_names), count, GPU_LABEL))
+    for node in nodes or []:
+        name = node["metadata"]["name"]
+        if reqs and selector_matches(_labels(node), reqs) and name not in gpu_names:
+            extra.append(node)
+            problems.append("%s: selected by gpu_node_selector but not labelled %s=true" % (name, GPU_LABEL))
+    return problems, extra
+
+
+def evaluate(policies, nodes, pods, drivers=None, expect=None):
+    """Readiness of GDS from API JSON. Returns {ready, cluster_policy, nodes, problems}.
+
+    ``nodes``: all nodes (not only GPU nodes); ``drivers``: NVIDIADriver CRs; ``expect``:
+    {count: int, selector: parse_selector() output} or None.
+    """
+    policy = pick_policy(policies)
+    problems = []
+    cp_reason = ""
+    wanted = required_containers(policy, drivers)
+    if policy is None:
+        cp_report = {}
+        problems.append("no ClusterPolicy exists yet")
+    else:
+        status = policy.get("status") or {}
+        cp_report = {"name": policy["metadata"]["name"], "state": status.get("state") or "",
+                     "conditions": [{k: c.get(k, "") for k in ("type", "status", "reason", "message")}
+                                    for c in status.get("conditions") or []]}
+        cp_reason = next((c["reason"] for c in cp_report["conditions"] if c["type"] == "Ready"), "")
+        if cp_report["state"] != "ready":
+            problems.append("ClusterPolicy %s state is %s" % (cp_report["name"], cp_report["state"] or "not set yet"))
+    expected = expected_nvidia_fs_images(policy, drivers)
+    driver_pods = [p for p in pods or [] if _labels(p).get(DRIVER_COMPONENT) == "nvidia-driver"
+                   and not (p.get("metadata") or {}).get("deletionTimestamp")]
+    labelled = gpu_nodes(nodes)
+    gpu_names = {n["metadata"]["name"] for n in labelled}
+    node_reports = []
+    if wanted or policy is None:
+        if not labelled:
+            problems.append(_no_gpu_node_problem(nodes, cp_reason))
+        elif policy is not None and cp_report["state"] == "ready" and cp_reason in NO_GPU_REASONS:
+            problems.append("ClusterPolicy %s still reports %s" % (cp_report["name"], cp_reason))
+        expectation, selected = _expectation_problems(nodes, gpu_names, expect)
+        problems.extend(expectation)
+        waiting = {n["metadata"]["name"]: n for n in gpu_candidates(nodes) + selected if n["metadata"]["name"]
+                   not in gpu_names}
+        for name in sorted(waiting):
+            node_reports.append({"name": name, "os": os_text(node_os(waiting[name])), "gpu_labelled": False,
+                                 "ready": False, "gds_ready": False, "pod": "", "containers": []})
+            if has_nvidia_pci(waiting[name]):
+                problems.append("%s: NVIDIA PCI device (NFD) but not labelled %s=true by the operator yet"
+                                % (name, GPU_LABEL))
+    for node in labelled:
+        name = node["metadata"]["name"]
+        on_node = sorted((p for p in driver_pods if (p.get("spec") or {}).get("nodeName") == name),
+                         key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True)
+        reports = [_pod_report(p, wanted, expected) for p in on_node]
+        best = next((r for r in reports if r["ready"]), reports[0] if reports else None)
+        ready = (best is not None and best["ready"] if wanted else True) and policy is not None
+        gds_ready = bool(best) and any(c["name"] == NVIDIA_FS and c["ready"] and c["image_ok"]
+                                       for c in best["containers"])
+        node_reports.append({"name": name, "os": os_text(node_os(node)), "gpu_labelled": True, "ready": ready,
+                             "gds_ready": gds_ready, "pod": best["pod"] if best else "",
+                             "containers": best["containers"] if best else []})
+        if wanted and not (best is not None and best["ready"]):
+            problems.append(_problem(name, best, expected))
+    node_reports.sort(key=lambda r: r["name"])
+    return {"ready": not problems, "cluster_policy": cp_report, "nodes": node_reports, "problems": problems}
