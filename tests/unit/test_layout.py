@@ -13,19 +13,25 @@ wrong import fails here before it fails on a GPU host without jsonschema:
   in module_utils;
 * module_utils imports the standard library, ``ansible.module_utils`` and itself; another
   library only inside ``try: ... except ImportError`` (reported with ``missing_required_lib``);
-* every module_utils / plugin_utils file lives in a room (``_<domain>/``), none flat.
+* every module_utils / plugin_utils file lives in a room (``_<domain>/``), none flat;
+* a file under ``plugins/`` longer than 400 lines says why near its top: a comment line
+  ``# long-file: <reason>`` within its first 30 lines (docs/architecture.md, "File size").
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = "ansible_collections.gpudirect.storage."
+LONG_FILE_LINES = 400  # "files under ~400 lines"
+LONG_FILE_HEAD = 30  # the reason must be this near the top
+LONG_FILE_MARK = re.compile(r"^\s*#\s*long-file:\s*(\S.{19,})$")  # a reason of 20+ characters
 
 
 def _py_files(root, sub):
@@ -97,6 +103,27 @@ def violations(root):
     return found
 
 
+def long_files(root):
+    """Files under plugins/ over LONG_FILE_LINES lines without a ``# long-file: <reason>`` line
+    in their first LONG_FILE_HEAD lines."""
+    found = []
+    base = os.path.join(root, "plugins")
+    for d, dirs, files in os.walk(base):
+        dirs[:] = sorted(x for x in dirs if not x.startswith((".", "__pycache__")))
+        for name in sorted(files):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(d, name)
+            with open(path, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+            if len(lines) <= LONG_FILE_LINES:
+                continue
+            if not any(LONG_FILE_MARK.match(line) for line in lines[:LONG_FILE_HEAD]):
+                found.append("%s: %d lines (over %d) and no '# long-file: <reason>' in its first %d lines"
+                             % (os.path.relpath(path, root), len(lines), LONG_FILE_LINES, LONG_FILE_HEAD))
+    return found
+
+
 needs_stdlib_list = pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"), reason="Python >= 3.10")
 
 
@@ -140,4 +167,27 @@ def test_each_rule_catches_its_violation(tmp_path):
         "ansible_collections.gpudirect.storage.plugins.modules.other.argument_spec",
         "plugins/module_utils/_k8s/lib.py: module_utils imports yaml, not in the standard library, unguarded",
         "plugins/module_utils/_flat.py: not in a room (plugins/module_utils/_<domain>/)",
+    ]
+
+
+def test_a_file_over_400_lines_says_why_near_its_top():
+    assert long_files(ROOT) == []
+
+
+def test_the_long_file_rule_catches_its_violations(tmp_path):
+    body = "x = 1\n" * 400
+    _write(tmp_path, "plugins/module_utils/_a/exactly_400.py", body)
+    _write(tmp_path, "plugins/module_utils/_a/no_reason.py", body + "y = 2\n")
+    _write(tmp_path, "plugins/module_utils/_a/reason.py",
+           "# -*- coding: utf-8 -*-\n# long-file: one table of every libcufile key, kept whole\n" + body)
+    _write(tmp_path, "plugins/module_utils/_a/short_reason.py", "# long-file: big\n" + body)
+    _write(tmp_path, "plugins/module_utils/_a/reason_too_low.py",
+           body[:6 * 40] + "# long-file: one table of every libcufile key, kept whole\n" + body)
+    _write(tmp_path, "plugins/modules/__pycache__/cached.py", body * 2)
+    assert long_files(str(tmp_path)) == [
+        "plugins/module_utils/_a/no_reason.py: 401 lines (over 400) and no '# long-file: <reason>' in its first 30 lines",
+        "plugins/module_utils/_a/reason_too_low.py: 441 lines (over 400) and no '# long-file: <reason>' in its first "
+        "30 lines",
+        "plugins/module_utils/_a/short_reason.py: 401 lines (over 400) and no '# long-file: <reason>' in its first "
+        "30 lines",
     ]
