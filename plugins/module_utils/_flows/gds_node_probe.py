@@ -47,17 +47,28 @@ class KubeApi(object):
     def _json(resp):
         return json.loads(resp.data or b"null")
 
+    def _items(self, list_call, *args, **kwargs):
+        return self._json(list_call(*args, _preload_content=False, _request_timeout=30, **kwargs)).get("items") or []
+
+    @staticmethod
+    def _delete(delete_call, *args, **kwargs):
+        """True when deleted, False when it was already gone (404)."""
+        try:
+            delete_call(*args, _preload_content=False, **kwargs)
+            return True
+        except ApiException as exc:
+            if getattr(exc, "status", None) == 404:
+                return False
+            raise
+
     def nodes(self, selector):
-        return self._json(self.core.list_node(label_selector=selector or None, _preload_content=False,
-                                              _request_timeout=30)).get("items") or []
+        return self._items(self.core.list_node, label_selector=selector or None)
 
     def pods(self, namespace, selector):
-        return self._json(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False,
-                                                        _request_timeout=30)).get("items") or []
+        return self._items(self.core.list_namespaced_pod, namespace, label_selector=selector)
 
     def configmaps(self, namespace, selector):
-        return self._json(self.core.list_namespaced_config_map(namespace, label_selector=selector,
-                                                               _preload_content=False, _request_timeout=30)).get("items") or []
+        return self._items(self.core.list_namespaced_config_map, namespace, label_selector=selector)
 
     def create_configmap(self, namespace, body):
         return self._json(self.core.create_namespaced_config_map(namespace, body, _preload_content=False))
@@ -71,22 +82,10 @@ class KubeApi(object):
         return (resp.data or b"").decode("utf-8", "replace")
 
     def delete_pod(self, namespace, name):
-        try:
-            self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _preload_content=False)
-            return True
-        except ApiException as exc:
-            if getattr(exc, "status", None) == 404:
-                return False
-            raise
+        return self._delete(self.core.delete_namespaced_pod, name, namespace, grace_period_seconds=0)
 
     def delete_configmap(self, namespace, name):
-        try:
-            self.core.delete_namespaced_config_map(name, namespace, _preload_content=False)
-            return True
-        except ApiException as exc:
-            if getattr(exc, "status", None) == 404:
-                return False
-            raise
+        return self._delete(self.core.delete_namespaced_config_map, name, namespace)
 
     def patch_node(self, name, body):
         return self._json(self.core.patch_node(name, body, _preload_content=False))

@@ -166,3 +166,52 @@ def test_requirement_uses_the_gds_facts_gate(monkeypatch):
 ])
 def test_bad_options_are_named(change, needle):
     assert needle in np.check_params(params(**change))
+
+
+class _Resp(object):
+    def __init__(self, doc):
+        self.data = json.dumps(doc).encode()
+
+
+class _FakeCore(object):
+    """CoreV1Api stand-in: records each call; a delete of a name in ``missing`` answers 404,
+    of a name in ``forbidden`` 403."""
+
+    def __init__(self, missing=(), forbidden=()):
+        self.calls, self.missing, self.forbidden = [], set(missing), set(forbidden)
+
+    def _delete(self, what, name, namespace, **kwargs):
+        self.calls.append((what, name, namespace, kwargs))
+        if name in self.missing or name in self.forbidden:
+            raise run_mod.ApiException(status=404 if name in self.missing else 403)
+
+    def delete_namespaced_pod(self, name, namespace, **kwargs):
+        self._delete("pod", name, namespace, **kwargs)
+
+    def delete_namespaced_config_map(self, name, namespace, **kwargs):
+        self._delete("configmap", name, namespace, **kwargs)
+
+    def list_namespaced_pod(self, namespace, **kwargs):
+        self.calls.append(("list pods", namespace, kwargs))
+        return _Resp({"items": [{"metadata": {"name": "p"}}]})
+
+    def list_node(self, **kwargs):
+        self.calls.append(("list nodes", kwargs))
+        return _Resp({"items": None})
+
+
+@pytest.mark.skipif(run_mod.k8s_client is None, reason="needs the kubernetes client")
+def test_kube_api_deletes_report_gone_objects_and_raise_other_errors():
+    api = run_mod.KubeApi.__new__(run_mod.KubeApi)
+    api.core = _FakeCore(missing={"gone"}, forbidden={"locked"})
+    assert api.delete_pod("ns", "p1") is True and api.delete_pod("ns", "gone") is False
+    assert api.delete_configmap("ns", "cm") is True and api.delete_configmap("ns", "gone") is False
+    with pytest.raises(run_mod.ApiException):
+        api.delete_configmap("ns", "locked")
+    assert api.core.calls[0] == ("pod", "p1", "ns", {"grace_period_seconds": 0, "_preload_content": False})
+    assert api.core.calls[2] == ("configmap", "cm", "ns", {"_preload_content": False})
+    assert api.pods("ns", "app=x") == [{"metadata": {"name": "p"}}] and api.nodes("") == []
+    assert api.core.calls[-2] == ("list pods", "ns", {"label_selector": "app=x", "_preload_content": False,
+                                                      "_request_timeout": 30})
+    assert api.core.calls[-1] == ("list nodes", {"label_selector": None, "_preload_content": False,
+                                                 "_request_timeout": 30})
