@@ -43,9 +43,26 @@ def _py_files(root, sub):
                 yield os.path.join(d, f)
 
 
-def _imports(path):
-    """(module name, guarded) for every import of a file; ``guarded``: inside a try whose
-    handlers catch ImportError (or a parent of it)."""
+def _package(root, path):
+    """The dotted package a file under ``root`` is imported in (for its relative imports)."""
+    parts = os.path.relpath(path, root).split(os.sep)[:-1]
+    return PREFIX + ".".join(parts)
+
+
+def _dynamic_name(node):
+    """"x" of ``importlib.import_module("x")`` / ``__import__("x")``, else None."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if called in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        return node.args[0].value
+    return None
+
+
+def _imports(path, root=None):
+    """(module name, guarded) for every import of a file (relative ones made absolute, imports by
+    a constant name through importlib included); ``guarded``: inside a try whose handlers catch
+    ImportError (or a parent of it)."""
     with open(path) as f:
         tree = ast.parse(f.read(), path)
     guarded = set()
@@ -58,14 +75,27 @@ def _imports(path):
             if names & {"ImportError", "ModuleNotFoundError", "Exception"}:
                 for stmt in node.body:
                     guarded.update(id(n) for n in ast.walk(stmt))
+    package = _package(root, path) if root else None
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [(a.name, id(node) in guarded) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.append((node.module, id(node) in guarded))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if not package:
+                    continue
+                base = package.split(".")
+                base = ".".join(base[:len(base) - (node.level - 1)])
+                module = base + ("." + node.module if node.module else "")
+            elif node.module:
+                module = node.module
+            else:
+                continue
+            out.append((module, id(node) in guarded))
             # "from ...plugins.module_utils._x import y": y may itself be a module
-            out += [(node.module + "." + a.name, id(node) in guarded) for a in node.names]
+            out += [(module + "." + a.name, id(node) in guarded) for a in node.names]
+        elif isinstance(node, ast.Call) and _dynamic_name(node):
+            out.append((_dynamic_name(node), id(node) in guarded))
     return out
 
 
@@ -82,19 +112,24 @@ def violations(root):
 
     for sub in ("modules", "module_utils"):
         for path in _py_files(root, sub):
-            for name, guarded in _imports(path):
+            for name, guarded in _imports(path, root):
                 if name.startswith(PREFIX + "plugins.plugin_utils") or (
                         name.split(".")[0] == "ansible" and not name.startswith("ansible.module_utils")):
                     found.append("%s: target-side code imports controller-only %s" % (rel(path), name))
+                elif name.startswith(PREFIX) and not name.startswith(PREFIX + "plugins.module_utils"):
+                    found.append("%s: target-side code imports %s, which AnsiballZ does not ship (only "
+                                 "plugins/module_utils)" % (rel(path), name))
     for path in _py_files(root, "action"):
-        for name, _guarded in _imports(path):
+        for name, _guarded in _imports(path, root):
             if name.startswith(PREFIX + "plugins.modules"):
                 found.append("%s: action plugin imports the module file %s" % (rel(path), name))
-    for path in _py_files(root, "module_utils"):
-        for name, guarded in _imports(path):
-            own = name.startswith(PREFIX + "plugins.module_utils") or name.startswith("ansible.module_utils")
-            if not own and not name.startswith(PREFIX) and not _is_stdlib(name) and not guarded:
-                found.append("%s: module_utils imports %s, not in the standard library, unguarded" % (rel(path), name))
+    for sub, who in (("modules", "target-side code"), ("module_utils", "module_utils")):
+        for path in _py_files(root, sub):
+            for name, guarded in _imports(path, root):
+                if name.split(".")[0] == "ansible" or name.startswith(PREFIX):
+                    continue  # ansible.module_utils and module_utils; the rest is flagged above
+                if not _is_stdlib(name) and not guarded:
+                    found.append("%s: %s imports %s, not in the standard library, unguarded" % (rel(path), who, name))
     for sub in ("module_utils", "plugin_utils"):
         base = os.path.join(root, "plugins", sub)
         for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
@@ -190,4 +225,41 @@ def test_the_long_file_rule_catches_its_violations(tmp_path):
         "30 lines",
         "plugins/module_utils/_a/short_reason.py: 401 lines (over 400) and no '# long-file: <reason>' in its first "
         "30 lines",
+    ]
+
+
+@needs_stdlib_list
+def test_relative_dynamic_and_other_plugin_imports_are_checked_too(tmp_path):
+    """Gaps of the import rules: a relative import (``from ...plugin_utils import x``), an import
+    by name (``importlib.import_module("jsonschema")``) and target-side code importing this
+    collection's plugins other than module_utils (AnsiballZ ships only module_utils) passed."""
+    _write(tmp_path, "plugins/module_utils/_gds/facts.py",
+           "from ...plugin_utils._cufile import validate\nfrom . import parse\n")
+    _write(tmp_path, "plugins/module_utils/_gds/lazy.py",
+           "import importlib\n\ndef f():\n    return importlib.import_module('jsonschema')\n\n"
+           "def g():\n    try:\n        return __import__('yaml')\n    except ImportError:\n        return None\n")
+    _write(tmp_path, "plugins/module_utils/_gds/reach.py",
+           "from ansible_collections.gpudirect.storage.plugins.action import gds_facts\n")
+    _write(tmp_path, "plugins/modules/thing.py", "from ..modules import other\nimport requests\n")
+    _write(tmp_path, "plugins/action/thing.py", "from ..modules.thing import DOCUMENTATION\n")
+    found = violations(str(tmp_path))
+    assert found == [
+        "plugins/modules/thing.py: target-side code imports ansible_collections.gpudirect.storage.plugins.modules, "
+        "which AnsiballZ does not ship (only plugins/module_utils)",
+        "plugins/modules/thing.py: target-side code imports ansible_collections.gpudirect.storage.plugins.modules.other, "
+        "which AnsiballZ does not ship (only plugins/module_utils)",
+        "plugins/module_utils/_gds/facts.py: target-side code imports controller-only "
+        "ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile",
+        "plugins/module_utils/_gds/facts.py: target-side code imports controller-only "
+        "ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate",
+        "plugins/module_utils/_gds/reach.py: target-side code imports "
+        "ansible_collections.gpudirect.storage.plugins.action, which AnsiballZ does not ship (only plugins/module_utils)",
+        "plugins/module_utils/_gds/reach.py: target-side code imports "
+        "ansible_collections.gpudirect.storage.plugins.action.gds_facts, which AnsiballZ does not ship "
+        "(only plugins/module_utils)",
+        "plugins/action/thing.py: action plugin imports the module file ansible_collections.gpudirect.storage.plugins.modules.thing",
+        "plugins/action/thing.py: action plugin imports the module file "
+        "ansible_collections.gpudirect.storage.plugins.modules.thing.DOCUMENTATION",
+        "plugins/modules/thing.py: target-side code imports requests, not in the standard library, unguarded",
+        "plugins/module_utils/_gds/lazy.py: module_utils imports jsonschema, not in the standard library, unguarded",
     ]
