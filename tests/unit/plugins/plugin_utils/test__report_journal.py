@@ -61,6 +61,13 @@ def test_a_process_that_is_not_a_fork_of_the_run_finds_no_journal():
     assert json.loads(out) == [None, [], run_journal.NO_JOURNAL]
 
 
+def test_ansible_still_forks_its_workers():
+    """The hand-off rests on it: should ansible-core start workers another way, this fails first
+    (the action would then find no journal - never another run's - and say so in the report)."""
+    from ansible.utils.multiprocessing import context
+    assert context.get_start_method() == "fork"
+
+
 def test_start_and_end_of_a_run(tmp_path):
     run = run_journal.start_run()
     assert run.temporary and os.path.isfile(run.path) and run_journal.current() is run
