@@ -19,6 +19,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict imp
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import ACTION_ONLY, argument_spec
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args as _role_args
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, warm
@@ -57,7 +58,17 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
+        args = dict(self._task.args)
+        if args.get("roles"):
+            # the roles' own argument checks and option mappings, in this one task (role_args.py)
+            filled, problem = _role_args.from_roles(list(args["roles"]), self._templar, task_vars or {})
+            if problem:
+                return dict(result, failed=True, msg=problem)
+            args = dict(filled, **args)
+        checked = ArgumentSpecValidator(argument_spec()).validate(args)
+        if checked.error_messages:
+            raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
+        args = checked.validated_parameters
         warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
         if problem:
             return dict(result, failed=True, msg=problem, warnings=warnings)
@@ -134,3 +145,4 @@ class ActionModule(ActionBase):
 
 warm()  # see plugins/action/gds_facts.py
 _role_vars.warm()
+_role_args.warm()

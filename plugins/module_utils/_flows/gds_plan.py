@@ -23,7 +23,7 @@ STAGES = ("mofed", "nvidia_fs", "cufile")
 
 
 # Options the gds_plan action plugin consumes on the controller; never sent to the host.
-ACTION_ONLY = ("preflight", "require_mode", "require_proven", "rollout_group", "converged_group", "unknown_variables")
+ACTION_ONLY = ("roles", "preflight", "require_mode", "require_proven", "rollout_group", "converged_group", "unknown_variables")
 
 
 def argument_spec():
@@ -38,6 +38,8 @@ def argument_spec():
         rollout_group=dict(type="str", default="gds_rollout"),
         converged_group=dict(type="str", default="gds_converged"),
         unknown_variables=dict(type="str", default="fail", choices=["fail", "warn", "ignore"]),
+        roles=dict(type="list", elements="str", default=[],
+                   choices=["gds_plan", "mofed", "nvidia_fs", "cufile", "gds_preflight", "gds_verify"]),
     )
 
 
