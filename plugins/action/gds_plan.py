@@ -58,17 +58,13 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        args = dict(self._task.args)
-        if args.get("roles"):
+        args = self._validated(dict(self._task.args))
+        if args["roles"]:
             # the roles' own argument checks and option mappings, in this one task (role_args.py)
-            filled, problem = _role_args.from_roles(list(args["roles"]), self._templar, task_vars or {})
+            filled, problem = _role_args.from_roles(args["roles"], self._templar, task_vars or {})
             if problem:
                 return dict(result, failed=True, msg=problem)
-            args = dict(filled, **args)
-        checked = ArgumentSpecValidator(argument_spec()).validate(args)
-        if checked.error_messages:
-            raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
-        args = checked.validated_parameters
+            args = self._validated(dict(filled, **self._task.args))
         warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
         if problem:
             return dict(result, failed=True, msg=problem, warnings=warnings)
@@ -127,6 +123,13 @@ class ActionModule(ActionBase):
             result.update(add_group=group, parent_groups=["all"])
         result["msg"] = plan_line(stages, converged, gds)
         return result
+
+    def _validated(self, args):
+        """``args`` checked against gds_plan's argument spec, with its defaults."""
+        checked = ArgumentSpecValidator(argument_spec()).validate(args)
+        if checked.error_messages:
+            raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
+        return checked.validated_parameters
 
     def _check_variables(self, task_vars, unknown_policy):
         """(warnings, failure message or None): our variables that nothing reads (typos), and

@@ -26,7 +26,7 @@ description:
   - A failed host's result shows the reason; the full facts and stage results only with C(-v)
     (the fleet report keeps what it reads either way).
   - Changes nothing on the host (the probe file is written and deleted, as gds_facts does).
-  - C(playbooks/site.yml) runs it once per host before the rolling batches with O(roles): the stage
+  - C(playbooks/site.yml) runs it once per host before the rolling batches with O(roles) - the stage
     options come from the roles themselves, so the roles stay the one place of their defaults and
     of the mapping of their variables to module options.
 extends_documentation_fragment:

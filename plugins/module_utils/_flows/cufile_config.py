@@ -33,6 +33,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped as _cufile_shipped
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import ReleaseError, host_libcufile
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 
 
 def argument_spec():
@@ -313,14 +314,8 @@ def _diff(module, current, desired_text):
 
 
 def _attributes_differ(module, path):
-    """Would owner/group/mode/SELinux/attributes change? Asked in check mode, so nothing changes."""
-    file_args = module.load_file_common_arguments(module.params, path=path)
-    saved = module.check_mode
-    module.check_mode = True
-    try:
-        return module.set_fs_attributes_if_different(file_args, False)
-    finally:
-        module.check_mode = saved
+    """Would owner/group/mode/SELinux/attributes change? A comparison that only reads."""
+    return managed_file.attributes_differ(module, module.load_file_common_arguments(module.params, path=path))
 
 
 def _internal(module):
