@@ -16,7 +16,7 @@ from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import ACTION_ONLY, argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import argument_spec, host_options
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args as _role_args
@@ -75,7 +75,7 @@ class ActionModule(ActionBase):
             if checked.error_messages:
                 raise AnsibleActionFail("preflight: " + "; ".join(checked.error_messages))
             policy = checked.validated_parameters
-        module_args = dict((k, v) for k, v in args.items() if k not in ACTION_ONLY and v is not None)
+        module_args = dict((k, v) for k, v in args.items() if k in host_options() and v is not None)
         if policy is not None and policy.get("mok_cert"):  # as gds_preflight: is the MOK cert enrolled?
             module_args["facts"] = dict(module_args.get("facts") or {}, mok_cert=policy["mok_cert"])
         if module_args.get("nvidia_fs"):

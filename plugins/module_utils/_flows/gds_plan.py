@@ -24,16 +24,19 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gd
 STAGES = ("mofed", "nvidia_fs", "cufile")
 
 
-# Options the gds_plan action plugin consumes on the controller; never sent to the host.
-ACTION_ONLY = ("roles", "preflight", "require_mode", "require_proven", "rollout_group", "converged_group", "unknown_variables")
-
-
-def argument_spec():
+def host_options():
+    """The options the host's part reads (what the action sends)."""
     return dict(
         mofed=dict(type="dict"),
         nvidia_fs=dict(type="dict"),
         cufile=dict(type="dict"),
         facts=dict(type="dict", default={"probe": False}),
+    )
+
+
+def controller_options():
+    """The options the gds_plan action consumes on the controller; never sent to the host."""
+    return dict(
         preflight=dict(type="dict"),
         require_mode=dict(type="str", default="", choices=["", "gds", "p2pdma", "compat"]),
         require_proven=dict(type="bool", default=True),
@@ -43,6 +46,11 @@ def argument_spec():
         roles=dict(type="list", elements="str", default=[],
                    choices=["gds_plan", "mofed", "nvidia_fs", "cufile", "gds_preflight", "gds_verify"]),
     )
+
+
+def argument_spec():
+    """Every option of the module (its documentation): each stated once, in the half that reads it."""
+    return dict(host_options(), **controller_options())
 
 
 class StageFailed(Exception):
