@@ -135,3 +135,19 @@ def test_the_plan_play_is_one_task_per_host():
     assert [t["ansible.builtin.import_role"]["name"] for t in plan_play["tasks"]] == ["gpudirect.storage.gds_plan"]
     # its own role check is done by the task, with the others
     assert plan_play["tasks"][0]["ansible.builtin.import_role"]["rolespec_validate"] is False
+
+
+SET = {"mofed_version": "24.10", "mofed_repo": {"url": "https://r/x"}, "nvidia_fs_version": "2.28", "nvidia_fs_repo": {"url": "https://r/y"},
+       "nvidia_fs_mok_key": "/k", "nvidia_fs_mok_cert": "/c", "nvidia_fs_mok_key_passphrase": "p",
+       "cufile_settings": {"logging": {"level": "ERROR"}}, "cufile_env_path_json": "/e.json",
+       "gds_preflight_supported_os": {"ubuntu": ["24.04"]}, "gds_verify_cufile_lib": "/l.so", "gds_verify_require_mode": "gds"}
+
+
+@pytest.mark.parametrize("overrides", [{}, SET], ids=["defaults", "every-option-set"])
+@pytest.mark.parametrize("role", sorted(_role_args.STAGE_ROLES))
+def test_the_options_read_without_jinja_are_what_jinja_gives(role, overrides):
+    templar = Templar(loader=DataLoader()).copy_with_new_env(available_variables=_role_args.variables(host_vars(**overrides)))
+    resolved = {}
+    for checked in _role_args.STAGE_ROLES:
+        assert _role_args.check(checked, templar, _role_args.variables(host_vars(**overrides)), resolved) == []
+    assert _role_args.module_args(role, templar, resolved) == _role_args.module_args(role, templar, {})

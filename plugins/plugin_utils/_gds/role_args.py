@@ -11,6 +11,7 @@ and an error still names the variable the user sets. Controller-side."""
 from __future__ import annotations
 
 import os
+import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.parsing.dataloader import DataLoader
@@ -63,22 +64,57 @@ def variables(task_vars):
     return combine_vars(defaults(), task_vars)
 
 
-def check(role, templar, role_variables):
+def check(role, templar, role_variables, resolved):
     """The error messages of ``role``'s variables against its argument spec (``main``), as
-    Ansible's role argument validation says them (they name the variable)."""
+    Ansible's role argument validation says them (they name the variable). The values, templated
+    once, are added to ``resolved`` for the option mapping."""
     options = _role_files(role)[0]
     if not options:
         return []
     provided = templar.template(dict((name, role_variables[name]) for name in options if name in role_variables))
+    resolved.update(provided)
     res = ArgumentSpecValidator(options).validate(provided, validate_role_argument_spec=True)
     return list(res.error_messages)
 
 
-def module_args(role, templar):
-    """The module options of ``role``'s own task, templated with the host's variables (an option
-    the task omits is absent) less those the plan leaves out."""
+# The forms of the roles' tasks that only pass a variable on, or leave the option out when it is
+# empty: read from the values already templated for the check instead of compiling one more Jinja
+# template per option and host (a compile costs more than the rest of the check). Anything else,
+# and a variable that was not checked, is templated by Ansible as the task would be.
+_NAME = r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)"
+_FORMS = (
+    (re.compile(r"^%s\s*\}\}$" % _NAME), lambda v: (True, v)),
+    (re.compile(r"^%s\s*\|\s*default\(omit,\s*true\)\s*\}\}$" % _NAME), lambda v: (bool(v), v)),
+    (re.compile(r"^%s\s+if\s+(\w+)\s+else\s+omit\s*\}\}$" % _NAME), lambda v: (bool(v), v)),
+    (re.compile(r"^%s\s+if\s+(\w+)\s*\|\s*length\s*>\s*0\s+else\s+omit\s*\}\}$" % _NAME),
+     lambda v: (len(v) > 0, v) if isinstance(v, (str, list, dict)) else None),
+)
+
+
+def _known_form(value, resolved):
+    """(present, value) for a task option of a known form over a resolved variable, else None."""
+    if not isinstance(value, str):
+        return None
+    for form, decide in _FORMS:
+        match = form.match(value)
+        if match and all(name == match.group(1) for name in match.groups()) and match.group(1) in resolved:
+            return decide(resolved[match.group(1)])
+    return None
+
+
+def module_args(role, templar, resolved=None):
+    """(the module options of ``role``'s own task, templated with the host's variables - an
+    option the task omits is absent - less those the plan leaves out; the left-out ones)."""
+    resolved = resolved or {}
     left_out = STAGE_ROLES[role][2]
-    args = templar.template(_role_files(role)[2])
+    raw, known, args = _role_files(role)[2], {}, {}
+    for option, value in raw.items():
+        decided = _known_form(value, resolved)
+        if decided is None:
+            args[option] = value
+        elif decided[0]:
+            known[option] = decided[1]
+    args = dict(templar.template(args) if args else {}, **known)
     return dict((k, v) for k, v in args.items() if k not in left_out), dict((k, args[k]) for k in left_out if k in args)
 
 
@@ -87,16 +123,16 @@ def from_roles(roles, templar, task_vars):
     all checked before any option is built, so one run names every bad variable."""
     role_variables = variables(task_vars)
     templar = templar.copy_with_new_env(available_variables=role_variables)
-    errors = []
+    errors, resolved = [], {}
     for role in roles:
-        errors += ["%s: %s" % (role, e) for e in check(role, templar, role_variables)]
+        errors += ["%s: %s" % (role, e) for e in check(role, templar, role_variables, resolved)]
     if errors:
         return {}, ("the role variables are invalid (the argument specs of the roles): %s - nothing was changed"
                     % "; ".join(errors))
     options = {}
     for role in roles:
         if role in STAGE_ROLES:
-            args, left_out = module_args(role, templar)
+            args, left_out = module_args(role, templar, resolved)
             options[STAGE_ROLES[role][0]] = args
             if role == "gds_verify":
                 options.update((k, v) for k, v in left_out.items() if k in GATE_OPTIONS)
