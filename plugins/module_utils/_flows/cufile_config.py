@@ -52,7 +52,6 @@ def argument_spec():
 MUTUALLY_EXCLUSIVE = [("base", "src")]
 
 
-
 def nvidia_fs_loaded(paths=None):
     """True/False when the host says whether nvidia_fs is loaded, None when it cannot tell."""
     paths = paths or HostPaths()
@@ -62,8 +61,6 @@ def nvidia_fs_loaded(paths=None):
     if modules is None:
         return None
     return any(line.split(" ", 1)[0] == "nvidia_fs" for line in modules.splitlines())
-
-
 
 
 def _diff(module, current, desired_text):
