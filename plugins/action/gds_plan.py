@@ -58,13 +58,15 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        args = self._validated(dict(self._task.args))
-        if args["roles"]:
-            # the roles' own argument checks and option mappings, in this one task (role_args.py)
-            filled, problem = _role_args.from_roles(args["roles"], self._templar, task_vars or {})
+        roles = self._validated({"roles": self._task.args.get("roles")}, ("roles",))["roles"]
+        filled = {}
+        if roles:
+            # the roles' own argument checks and option mappings, in this one task (role_args.py):
+            # before the task's other options, which come from those variables (an error names them)
+            filled, problem = _role_args.from_roles(roles, self._templar, task_vars or {})
             if problem:
                 return dict(result, failed=True, msg=problem)
-            args = self._validated(dict(filled, **self._task.args))
+        args = self._validated(dict(filled, **self._task.args))
         warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
         if problem:
             return dict(result, failed=True, msg=problem, warnings=warnings)
@@ -124,9 +126,10 @@ class ActionModule(ActionBase):
         result["msg"] = plan_line(stages, converged, gds)
         return result
 
-    def _validated(self, args):
-        """``args`` checked against gds_plan's argument spec, with its defaults."""
-        checked = ArgumentSpecValidator(argument_spec()).validate(args)
+    def _validated(self, args, only=None):
+        """``args`` checked against gds_plan's argument spec (``only`` these options), with its defaults."""
+        spec = dict((k, v) for k, v in argument_spec().items() if only is None or k in only)
+        checked = ArgumentSpecValidator(spec).validate(args)
         if checked.error_messages:
             raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
         return checked.validated_parameters

@@ -46,11 +46,15 @@ def host_vars(**overrides):
 
 
 def run_roles(roles=None, **overrides):
-    """(result, execute mock) of the action as roles/gds_plan calls it, with a real templar."""
+    """(result, execute mock) of the action as roles/gds_plan calls it (its other options templated
+    from the same variables, as Ansible does before the action runs), with a real templar."""
     loader = DataLoader()
+    task_vars = host_vars(**overrides)
+    args = {"roles": roles or ALL,
+            "unknown_variables": Templar(loader=loader, variables=task_vars).template(task_vars["gds_plan_unknown_variables"])}
     with patch.object(action, "load_extra_vars", return_value={}):
-        return run_with_module_result(action, "gpudirect.storage.gds_plan", {"roles": roles or ALL},
-                                      module_result(), host_vars(**overrides), templar=Templar(loader=loader))
+        return run_with_module_result(action, "gpudirect.storage.gds_plan", args,
+                                      module_result(), task_vars, templar=Templar(loader=loader))
 
 
 def sent(execute):
