@@ -58,7 +58,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        roles = self._validated({"roles": self._task.args.get("roles")}, ("roles",))["roles"]
+        roles = self._validated(dict((k, v) for k, v in self._task.args.items() if k == "roles"), ("roles",))["roles"]
         filled = {}
         if roles:
             # the roles' own argument checks and option mappings, in this one task (role_args.py):
