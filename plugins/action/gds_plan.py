@@ -16,9 +16,10 @@ from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import ACTION_ONLY, argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import argument_spec, host_options
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args as _role_args
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, warm
@@ -57,7 +58,15 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=argument_spec())
+        roles = self._validated(dict((k, v) for k, v in self._task.args.items() if k == "roles"), ("roles",))["roles"]
+        filled = {}
+        if roles:
+            # the roles' own argument checks and option mappings, in this one task (role_args.py):
+            # before the task's other options, which come from those variables (an error names them)
+            filled, problem = _role_args.from_roles(roles, self._templar, task_vars or {})
+            if problem:
+                return dict(result, failed=True, msg=problem)
+        args = self._validated(dict(filled, **self._task.args))
         warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
         if problem:
             return dict(result, failed=True, msg=problem, warnings=warnings)
@@ -68,7 +77,7 @@ class ActionModule(ActionBase):
             if checked.error_messages:
                 raise AnsibleActionFail("preflight: " + "; ".join(checked.error_messages))
             policy = checked.validated_parameters
-        module_args = dict((k, v) for k, v in args.items() if k not in ACTION_ONLY and v is not None)
+        module_args = dict((k, v) for k, v in args.items() if k in host_options() and v is not None)
         if policy is not None and policy.get("mok_cert"):  # as gds_preflight: is the MOK cert enrolled?
             module_args["facts"] = dict(module_args.get("facts") or {}, mok_cert=policy["mok_cert"])
         if module_args.get("nvidia_fs"):
@@ -117,6 +126,14 @@ class ActionModule(ActionBase):
         result["msg"] = plan_line(stages, converged, gds)
         return result
 
+    def _validated(self, args, only=None):
+        """``args`` checked against gds_plan's argument spec (``only`` these options), with its defaults."""
+        spec = dict((k, v) for k, v in argument_spec().items() if only is None or k in only)
+        checked = ArgumentSpecValidator(spec).validate(args)
+        if checked.error_messages:
+            raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
+        return checked.validated_parameters
+
     def _check_variables(self, task_vars, unknown_policy):
         """(warnings, failure message or None): our variables that nothing reads (typos), and
         extra-vars-only variables that come from the inventory."""
@@ -134,3 +151,4 @@ class ActionModule(ActionBase):
 
 warm()  # see plugins/action/gds_facts.py
 _role_vars.warm()
+_role_args.warm()

@@ -26,8 +26,9 @@ description:
   - A failed host's result shows the reason; the full facts and stage results only with C(-v)
     (the fleet report keeps what it reads either way).
   - Changes nothing on the host (the probe file is written and deleted, as gds_facts does).
-  - C(playbooks/site.yml) runs it once per host before the rolling batches; the stage options come
-    from the roles' C(tasks/plan.yml) entry points, so the roles stay the one place of their defaults.
+  - C(playbooks/site.yml) runs it once per host before the rolling batches with O(roles) - the stage
+    options come from the roles themselves, so the roles stay the one place of their defaults and
+    of the mapping of their variables to module options.
 extends_documentation_fragment:
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.ACTIONGROUP_GDS
@@ -96,6 +97,21 @@ options:
     type: str
     default: fail
     choices: [fail, warn, ignore]
+  roles:
+    description:
+      - Roles of the collection whose variables this task reads, on the controller, before the host
+        is touched. Each role's variables are checked against its C(meta/argument_specs.yml) (entry
+        point C(main), the rules of Ansible's role argument validation; an error names the
+        variable), all roles before any failure is reported.
+      - For the stage roles, the stage option not given in the task is the role's own task in
+        C(tasks/main.yml) templated with the host's variables over the roles' defaults - V(mofed)
+        gives O(mofed), V(nvidia_fs) O(nvidia_fs), V(cufile) O(cufile), V(gds_preflight)
+        O(preflight) (less C(facts)), V(gds_verify) O(facts) and, from its C(require_mode) and
+        C(require_proven), O(require_mode) and O(require_proven). V(gds_plan) is only checked.
+    type: list
+    elements: str
+    default: []
+    choices: [gds_plan, mofed, nvidia_fs, cufile, gds_preflight, gds_verify]
 seealso:
   - module: gpudirect.storage.gds_preflight
   - module: gpudirect.storage.gds_facts

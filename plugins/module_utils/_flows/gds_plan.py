@@ -5,11 +5,12 @@
 the same code as the mofed and nvidia_fs modules and the plan phase of cufile_config - then the
 gds facts, with the verify probe only when no stage would change anything.
 
-Each stage runs against a :class:`StageModule` and a runner over it: the stage's own validated
-parameters, check mode that cannot be turned off, no write path (the writers raise, file
-attributes are only compared), and ``fail_json`` raising :class:`StageFailed` instead of exiting,
-so one stage's failure is reported and the others are still planned. The real module is never
-switched into check mode for this.
+Each stage runs against a :class:`StageModule` and a :class:`PlanRunner` over it: the stage's own
+validated parameters, check mode that is a constant, no write path at all (no writer method is
+reachable; file attributes are only compared by a function that reads), and ``fail_json``
+raising :class:`StageFailed` instead of exiting, so one stage's failure is reported and the
+others are still planned; a read-only command two stages ask is run once. The real module is
+never switched into check mode, nor any flag forwarded.
 PRIVATE to the collection. Target-side code: standard library only, Python 3.8+.
 """
 
@@ -17,28 +18,39 @@ from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
 
 
-# Options the gds_plan action plugin consumes on the controller; never sent to the host.
-ACTION_ONLY = ("preflight", "require_mode", "require_proven", "rollout_group", "converged_group", "unknown_variables")
-
-
-def argument_spec():
+def host_options():
+    """The options the host's part reads (what the action sends)."""
     return dict(
         mofed=dict(type="dict"),
         nvidia_fs=dict(type="dict"),
         cufile=dict(type="dict"),
         facts=dict(type="dict", default={"probe": False}),
+    )
+
+
+def controller_options():
+    """The options the gds_plan action consumes on the controller; never sent to the host."""
+    return dict(
         preflight=dict(type="dict"),
         require_mode=dict(type="str", default="", choices=["", "gds", "p2pdma", "compat"]),
         require_proven=dict(type="bool", default=True),
         rollout_group=dict(type="str", default="gds_rollout"),
         converged_group=dict(type="str", default="gds_converged"),
         unknown_variables=dict(type="str", default="fail", choices=["fail", "warn", "ignore"]),
+        roles=dict(type="list", elements="str", default=[],
+                   choices=["gds_plan", "mofed", "nvidia_fs", "cufile", "gds_preflight", "gds_verify"]),
     )
+
+
+def argument_spec():
+    """Every option of the module (its documentation): each stated once, in the half that reads it."""
+    return dict(host_options(), **controller_options())
 
 
 class StageFailed(Exception):
@@ -50,11 +62,13 @@ class StageFailed(Exception):
 
 class StageModule(object):
     """What a stage's code sees as its module (see the module docstring). It has no write path:
-    ``check_mode`` is always True, the writers raise, and only the real module's read-only helpers
-    are reachable."""
+    ``check_mode`` is always True (setting it False fails the stage), the writers (atomic_move,
+    backup_local, preserved_copy, set_fs_attributes_if_different) fail the stage and forward
+    nothing, and only the real module's read-only helpers are reachable; whether a file's attributes would change is a comparison that only
+    reads (managed_file.attributes_differ)."""
 
     READS = ("_diff", "tmpdir", "warn", "deprecate", "debug", "get_bin_path", "run_command",
-             "load_file_common_arguments")
+             "load_file_common_arguments", "selinux_enabled", "selinux_context", "get_file_attributes")
 
     def __init__(self, module, params):
         self._module = module
@@ -78,6 +92,8 @@ class StageModule(object):
     def _refuse(self, what):
         raise StageFailed("a stage tried to write while planning (%s); nothing was written" % what)
 
+    # the writers of AnsibleModule, refused here (never forwarded): a stage that reached one
+    # fails its plan instead of crashing it
     def atomic_move(self, *args, **kwargs):
         self._refuse("atomic_move")
 
@@ -88,19 +104,45 @@ class StageModule(object):
         self._refuse("preserved_copy")
 
     def set_fs_attributes_if_different(self, *args, **kwargs):
-        """Would owner/group/mode/... change? Asked of the real module in check mode (it reads its
-        own flag), so the answer is a comparison and never a change."""
-        saved = self._module.check_mode
-        self._module.check_mode = True
-        try:
-            return self._module.set_fs_attributes_if_different(*args, **kwargs)
-        finally:
-            self._module.check_mode = saved
+        self._refuse("set_fs_attributes_if_different; compare with managed_file.attributes_differ")
 
     def __getattr__(self, name):
         if name in self.READS:
             return getattr(self._module, name)
-        raise AttributeError("%s: not available to a stage while planning" % name)
+        raise AttributeError("%s: not available to a stage while planning (a plan has no write path)" % name)
+
+
+class PlanRunner(object):
+    """The stages' runner: the real one over a :class:`StageModule` (so a command marked
+    ``mutates`` is skipped), each distinct read-only command run once per plan - nothing writes
+    while planning, so the host's answer cannot change between two stages asking the same thing
+    (``ofed_info -s``, ``dkms status``)."""
+
+    def __init__(self, runner):
+        self._runner = runner
+        self._answers = {}
+
+    def for_stage(self, stage):
+        other = PlanRunner(self._runner.for_module(stage))
+        other._answers = self._answers  # shared by the stages of one plan
+        return other
+
+    def which(self, name, required=False):
+        return self._runner.which(name, required=required)
+
+    def run(self, argv, check=True, mutates=False, data=None, environ=None, cwd=None, hint=None):
+        if mutates or data is not None:
+            return self._runner.run(argv, check=check, mutates=mutates, data=data, environ=environ, cwd=cwd, hint=hint)
+        key = (tuple(str(a) for a in argv), tuple(sorted((environ or {}).items())), cwd)
+        if key not in self._answers:
+            self._answers[key] = self._runner.run(argv, check=False, environ=environ, cwd=cwd)
+        res = self._answers[key]
+        if check and res.rc != 0:
+            raise CommandError(res.cmd, res.rc, res.stdout, res.stderr, hint=hint)
+        return res
+
+    def __getattr__(self, name):
+        return getattr(self._runner, name)
 
 
 def stage_spec(name):
@@ -133,12 +175,13 @@ def validate(spec, kwargs, args):
 
 
 def plan_stage(name, module, args, paths, runner):
-    """One stage's check-mode result, with ``failed`` and ``msg`` when it failed."""
+    """One stage's check-mode result, with ``failed`` and ``msg`` when it failed (``runner``: a
+    :class:`PlanRunner`)."""
     try:
         spec, kwargs, execute = stage_spec(name)
         params = validate(spec, kwargs, args)
         stage = StageModule(module, params)
-        return dict(execute(stage, paths, runner.for_module(stage)), failed=False)
+        return dict(execute(stage, paths, runner.for_stage(stage)), failed=False)
     except StageFailed as exc:
         return dict(exc.details, failed=True, changed=False, msg=exc.msg)
 
@@ -151,9 +194,10 @@ def is_converged(stages):
 def plan(module, params, paths, runner):
     """{stages: {name: result}, converged, facts}; never changes the host."""
     stages = {}
+    stage_runner = PlanRunner(runner)
     for name in STAGES:
         if params.get(name) is not None:
-            stages[name] = plan_stage(name, module, params[name], paths, runner)
+            stages[name] = plan_stage(name, module, params[name], paths, stage_runner)
     converged = is_converged(stages)
     try:
         facts_params = validate(gds_facts.argument_spec(), {}, params.get("facts"))

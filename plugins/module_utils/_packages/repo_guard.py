@@ -21,9 +21,7 @@ import re
 import shutil
 import socket
 import tempfile
-from urllib import error as urlerror
 from urllib import parse as urlparse
-from urllib import request as urlrequest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
@@ -63,6 +61,10 @@ def apt_proxies(runner):
 def url_problem(url, timeout=10, proxies=None):
     """None when the host of ``url`` resolves (unless a proxy resolves it) and answers - any
     HTTP status counts, a directory listing may well be refused; else why not."""
+    # imported here: urllib.request pulls in http.client, email and ssl, which every mofed /
+    # nvidia_fs run (and gds_plan) would otherwise load for a check only a new repository makes
+    from urllib import error as urlerror
+    from urllib import request as urlrequest
     parsed = urlparse.urlparse(url)
     proxies = dict(urlrequest.getproxies(), **(proxies or {}))
     proxy = proxies.get(parsed.scheme)

@@ -7,6 +7,8 @@ gds_preflight action plugins: validate the cufile.json texts with the collection
 
 from __future__ import annotations
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import with_config_errors
+
 MAX_FINDINGS = 50
 
 
@@ -101,8 +103,7 @@ def validate_cufile(gds):
         cufile["note"] = note
     etc_path, etc_text = texts.get("global", ("/etc/cufile.json", None))
     host = {"nvidia_fs": bool((gds.get("nvidia_fs") or {}).get("loaded"))}
-    release, note = host_release(gds)
-    cufile["release"] = release
+    cufile["release"] = release  # the same decision as libcufile_release, made once above
     if note:
         cufile["release_note"] = note
     try:
@@ -121,9 +122,7 @@ def validate_cufile(gds):
         return
     cufile.update(valid=result.ok, errors=len(result.errors), warnings=len(result.warnings),
                   findings=[f.as_dict() for f in result.findings][:MAX_FINDINGS], validator="ok")
-    if gds.get("mode") == "failed" and result.errors:
-        gds["reasons"] = list(gds.get("reasons") or []) + ["cufile.json: " + f.message for f in result.errors[:3]]
-        gds["reason"] = "; ".join(gds["reasons"])
+    with_config_errors(gds, [f.message for f in result.errors])
 
 
 def verdict_line(gds):

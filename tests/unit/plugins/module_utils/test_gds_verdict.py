@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as v
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import errors as _errors
 
 GDS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                    "fixtures", "gds")
@@ -224,10 +225,10 @@ def test_meets(mode, required, ok):
 
 
 def test_error_names():
-    assert v.cufile_error_name(5027) == "CU_FILE_HANDLE_NOT_REGISTERED (5027)"
-    assert v.cufile_error_name(-5001) == "CU_FILE_DRIVER_NOT_INITIALIZED (5001)"
-    assert v.cufile_error_name(5999) == "cuFile error 5999 (not in cufile.h 1.15)"
-    assert v.cuda_error_name(35) == "CUDA_ERROR_INSUFFICIENT_DRIVER (35)"
+    assert _errors.cufile_error_name(5027) == "CU_FILE_HANDLE_NOT_REGISTERED (5027)"
+    assert _errors.cufile_error_name(-5001) == "CU_FILE_DRIVER_NOT_INITIALIZED (5001)"
+    assert _errors.cufile_error_name(5999) == "cuFile error 5999 (not in cufile.h 1.15)"
+    assert _errors.cuda_error_name(35) == "CUDA_ERROR_INSUFFICIENT_DRIVER (35)"
 
 
 def test_gate_names_both_modes_and_the_reason():
@@ -263,3 +264,12 @@ def test_an_o_direct_refusal_does_not_guess_the_file_system():
 def test_compat_on_a_loop_device_names_the_loop_device_first_class():
     out = v.verdict(facts())
     assert any("a loop device (a file on another file system)" in r for r in out["reasons"])
+
+
+def test_cufile_json_errors_join_a_failed_verdict_here_and_nowhere_else():
+    failed = {"mode": "failed", "reasons": ["cuFileDriverOpen failed: -22"], "reason": "cuFileDriverOpen failed: -22"}
+    out = v.with_config_errors(dict(failed), ["a", "b", "c", "d"])
+    assert out["reasons"] == ["cuFileDriverOpen failed: -22", "cufile.json: a", "cufile.json: b", "cufile.json: c"]
+    assert out["reason"] == "; ".join(out["reasons"])
+    compat = {"mode": "compat", "reasons": ["nvidia_fs kernel module not loaded"], "reason": "nvidia_fs kernel module not loaded"}
+    assert v.with_config_errors(dict(compat), ["a"]) == compat  # a working data path is not blamed on the file

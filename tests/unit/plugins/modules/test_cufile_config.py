@@ -11,6 +11,7 @@ import stat
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import host_file as _host_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import dumps, loads
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
@@ -313,7 +314,7 @@ def test_nvidia_fs_loaded(tmp_path, modules, expected):
 
 
 def test_content_changes_is_a_pure_type_exact_comparison(tmp_path):
-    state = _cufile_config.FileState("/x")
+    state = _host_file.FileState("/x")
     state.exists, state.document = True, {"properties": {"io_batchsize": 1}}
     assert _cufile_config.content_changes(state, {"properties": {"io_batchsize": 1}}) == []
     assert _cufile_config.content_changes(state, {"properties": {"io_batchsize": True}}) == ["content"]

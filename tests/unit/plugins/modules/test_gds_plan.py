@@ -155,9 +155,11 @@ def test_a_stage_module_has_no_write_path():
         stage.check_mode = False
     stage.check_mode = True  # what cufile_config's attribute check does: allowed, and still True
     assert stage.check_mode is True
-    # file attributes are compared in check mode on the real module, which keeps its own mode
-    assert stage.set_fs_attributes_if_different({"path": "/etc/x"}, False) is True
-    assert real.attribute_checks == [True] and real.check_mode is False
+    # file attributes are compared by a function that only reads (managed_file.attributes_differ):
+    # the stage forwards no attribute setter, and the real module is never switched to check mode
+    with pytest.raises(_gds_plan.StageFailed, match="tried to write while planning"):
+        stage.set_fs_attributes_if_different({"path": "/etc/x"}, False)
+    assert real.attribute_checks == [] and real.check_mode is False
     with pytest.raises(AttributeError, match="not available to a stage"):
         stage.set_mode_if_different  # pylint: disable=pointless-statement
 
@@ -187,3 +189,28 @@ def test_planning_leaves_the_real_module_out_of_check_mode(host, monkeypatch):
     before = host.snapshot()
     res = plan(host)
     assert seen == [False] and res["stages"]["mofed"]["changed"] and host.snapshot() == before
+
+
+def test_a_read_two_stages_ask_runs_once_per_plan_and_writes_are_still_skipped():
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Runner
+    real = _RealModule()
+    plan_runner = _gds_plan.PlanRunner(Runner(real))
+    first = plan_runner.for_stage(_gds_plan.StageModule(real, {}))
+    second = plan_runner.for_stage(_gds_plan.StageModule(real, {}))
+    assert first.run(["ofed_info", "-s"]).ok and second.run(["ofed_info", "-s"]).ok
+    assert second.run(["dkms", "build", "x"], mutates=True).skipped
+    assert real.commands == [["/usr/bin/ofed_info", "-s"]]
+    real.run_command = lambda argv, **kwargs: (3, "", "no such module")  # a failed read is remembered too
+    with pytest.raises(CommandError):
+        first.run(["dkms", "status"])
+    assert not second.run(["dkms", "status"], check=False).ok
+
+
+def test_the_converged_plan_asks_each_read_only_command_once(host):
+    for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
+        assert not host.run(main, args).get("failed")
+    res = plan(host)
+    assert res["converged"] is True
+    stage_calls = [tuple(a[1:]) for a in host.argvs("dkms")]
+    assert len(stage_calls) == len(set(stage_calls)) == 1, stage_calls  # mofed and nvidia_fs both ask dkms status
+    assert len(host.argvs("ofed_info")) == 2  # once by the stages, once by the facts (read after the plan)

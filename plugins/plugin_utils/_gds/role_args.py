@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The roles' variables as the gds_plan action reads them, in-process: each role's variables are
+checked against its own ``meta/argument_specs.yml`` (entry point ``main``) with the rules
+Ansible's role argument validation applies, and a stage's module options are the role's OWN task
+in ``tasks/main.yml`` (the one mapping of role variables to module options) templated with the
+host's variables over the roles' defaults. So playbooks/site.yml's plan costs one task per host,
+and an error still names the variable the user sets. Controller-side."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.parsing.dataloader import DataLoader
+from ansible.utils.vars import combine_vars
+
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.role_vars import ROLES_DIR
+
+# role -> (gds_plan option it fills, module of the role's task, options of that task the plan
+# leaves out: planning never signs; gds_plan gathers the facts itself; the verify's gate options
+# become gds_plan's own require_mode / require_proven)
+STAGE_ROLES = {
+    "mofed": ("mofed", "gpudirect.storage.mofed", ()),
+    "nvidia_fs": ("nvidia_fs", "gpudirect.storage.nvidia_fs", ("mok_key_passphrase",)),
+    "cufile": ("cufile", "gpudirect.storage.cufile_config", ()),
+    "gds_preflight": ("preflight", "gpudirect.storage.gds_preflight", ("facts",)),
+    "gds_verify": ("facts", "gpudirect.storage.gds_facts", ("require_mode", "require_proven")),
+}
+GATE_OPTIONS = ("require_mode", "require_proven")
+_FILES = {}
+
+
+def _role_files(role):
+    """(argument spec options of ``main``, defaults, the role's module task args or None), read
+    once per process with templates trusted as the role's own files are."""
+    if role not in _FILES:
+        loader = DataLoader()
+
+        def load(*parts):
+            path = os.path.join(ROLES_DIR, role, *parts)
+            return loader.load_from_file(path, trusted_as_template=True) if os.path.exists(path) else None
+        specs = (load("meta", "argument_specs.yml") or {}).get("argument_specs") or {}
+        task_args = None
+        if role in STAGE_ROLES:
+            module = STAGE_ROLES[role][1]
+            task_args = next(t[module] for t in load("tasks", "main.yml") if module in t)
+        _FILES[role] = ((specs.get("main") or {}).get("options") or {}, load("defaults", "main.yml") or {}, task_args)
+    return _FILES[role]
+
+
+def defaults():
+    """The stage roles' defaults, one layer (below every variable of the host)."""
+    out = {}
+    for role in STAGE_ROLES:
+        out.update(_role_files(role)[1])
+    return out
+
+
+def variables(task_vars):
+    """The host's variables over the stage roles' defaults, as the roles themselves see them."""
+    return combine_vars(defaults(), task_vars)
+
+
+def check(role, templar, role_variables, resolved):
+    """The error messages of ``role``'s variables against its argument spec (``main``), as
+    Ansible's role argument validation says them (they name the variable). The values, templated
+    once, are added to ``resolved`` for the option mapping."""
+    options = _role_files(role)[0]
+    if not options:
+        return []
+    provided = templar.template(dict((name, role_variables[name]) for name in options if name in role_variables))
+    resolved.update(provided)
+    res = ArgumentSpecValidator(options).validate(provided, validate_role_argument_spec=True)
+    return list(res.error_messages)
+
+
+# The forms of the roles' tasks that only pass a variable on, or leave the option out when it is
+# empty: read from the values already templated for the check instead of compiling one more Jinja
+# template per option and host (a compile costs more than the rest of the check). Anything else,
+# and a variable that was not checked, is templated by Ansible as the task would be.
+_NAME = r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)"
+_FORMS = (
+    (re.compile(r"^%s\s*\}\}$" % _NAME), lambda v: (True, v)),
+    (re.compile(r"^%s\s*\|\s*default\(omit,\s*true\)\s*\}\}$" % _NAME), lambda v: (bool(v), v)),
+    (re.compile(r"^%s\s+if\s+(\w+)\s+else\s+omit\s*\}\}$" % _NAME), lambda v: (bool(v), v)),
+    (re.compile(r"^%s\s+if\s+(\w+)\s*\|\s*length\s*>\s*0\s+else\s+omit\s*\}\}$" % _NAME),
+     lambda v: (len(v) > 0, v) if isinstance(v, (str, list, dict)) else None),
+)
+
+
+def _known_form(value, resolved):
+    """(present, value) for a task option of a known form over a resolved variable, else None."""
+    if not isinstance(value, str):
+        return None
+    for form, decide in _FORMS:
+        match = form.match(value)
+        if match and all(name == match.group(1) for name in match.groups()) and match.group(1) in resolved:
+            return decide(resolved[match.group(1)])
+    return None
+
+
+def module_args(role, templar, resolved=None):
+    """(the module options of ``role``'s own task, templated with the host's variables - an
+    option the task omits is absent - less those the plan leaves out; the left-out ones)."""
+    resolved = resolved or {}
+    left_out = STAGE_ROLES[role][2]
+    raw, known, args = _role_files(role)[2], {}, {}
+    for option, value in raw.items():
+        decided = _known_form(value, resolved)
+        if decided is None:
+            args[option] = value
+        elif decided[0]:
+            known[option] = decided[1]
+    args = dict(templar.template(args) if args else {}, **known)
+    return dict((k, v) for k, v in args.items() if k not in left_out), dict((k, args[k]) for k in left_out if k in args)
+
+
+def from_roles(roles, templar, task_vars):
+    """(gds_plan options filled from ``roles``, error message or None). The roles' variables are
+    all checked before any option is built, so one run names every bad variable."""
+    role_variables = variables(task_vars)
+    templar = templar.copy_with_new_env(available_variables=role_variables)
+    errors, resolved = [], {}
+    for role in roles:
+        errors += ["%s: %s" % (role, e) for e in check(role, templar, role_variables, resolved)]
+    if errors:
+        return {}, ("the role variables are invalid (the argument specs of the roles): %s - nothing was changed"
+                    % "; ".join(errors))
+    options = {}
+    for role in roles:
+        if role in STAGE_ROLES:
+            args, left_out = module_args(role, templar, resolved)
+            options[STAGE_ROLES[role][0]] = args
+            if role == "gds_verify":
+                options.update((k, v) for k, v in left_out.items() if k in GATE_OPTIONS)
+    return options, None
+
+
+def warm():
+    """Read the roles' files once in the importing process (the controller's main process, before
+    it forks a worker per host)."""
+    try:
+        for role in STAGE_ROLES:
+            _role_files(role)
+    except Exception:  # pylint: disable=broad-except
+        _FILES.clear()  # read again (and then reported) when a host is planned
