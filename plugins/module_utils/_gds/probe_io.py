@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""How the cuFile probe child splits its I/O, and the storage's own speed. PRIVATE.
+
+Part of the probe PROGRAM: ``_gds/probe_child.probe_source`` concatenates probe_nvml,
+probe_io and probe into the one source the child runs (``python -c``), dropping their
+``from __future__`` and collection import lines. So: standard library only, no relative
+imports, and names that do not clash with the other parts.
+
+* I/O plans (pure, unit-tested): a plan is ``{"threads", "task_mb", "handles"}`` - ``threads``
+  0 is one call for the whole buffer; else each of ``threads`` workers gets one contiguous
+  slice (``task_mb`` 0) or ``task_mb`` MiB tasks dealt round-robin (kvikio's thread pool splits
+  a request into 4 MiB tasks); ``handles`` ``per_thread`` gives each worker its own file
+  descriptor and cuFile handle. ``candidate_plans`` is the grid the throughput mode measures,
+  ``best_plan`` picks from the measurements, ``ratio`` is the GPU/storage ratio.
+* ``WorkerPool``: persistent threads (as kvikio keeps). A thread's first cuFile I/O sets up
+  libcufile's per-thread state (compat mode: its bounce buffers); the pool runs it untimed.
+* ``host_direct``: the same file read and written with O_DIRECT into host memory (os.preadv /
+  os.pwrite release the GIL), timed like the probe: how fast the storage is without the GPU.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import queue
+import threading
+import time
+
+MIB = 1 << 20
+HOST_PIECE = 16 * MIB  # largest single O_DIRECT call of host_direct (dd's 16 MiB blocks)
+MAX_THREADS = 16
+PLAN_ONE_CALL = {"threads": 0, "task_mb": 0, "handles": "shared"}
+
+
+def plan_slices(size, plan):
+    """[[(offset, length), ...] per worker] of ``size`` bytes (a multiple of 1 MiB) for ``plan``.
+
+    Offsets and lengths are multiples of 1 MiB (O_DIRECT alignment); no worker gets nothing."""
+    threads = int(plan.get("threads") or 0)
+    if threads <= 0 or size <= MIB:
+        return [[(0, size)]]
+    task = int(plan.get("task_mb") or 0) * MIB
+    if task <= 0:  # one contiguous slice per worker, 1 MiB granular
+        blocks = -(-size // MIB)
+        per = -(-blocks // threads) * MIB
+        slices = [[(off, min(per, size - off))] for off in range(0, size, per)]
+        return slices
+    tasks = [(off, min(task, size - off)) for off in range(0, size, task)]
+    workers = min(threads, len(tasks))
+    return [tasks[i::workers] for i in range(workers)]
+
+
+def candidate_plans(size, cpus):
+    """The plans the throughput mode measures on ``size`` bytes with ``cpus`` CPUs, one call first.
+
+    Thread counts up to min(16, cpus) (at least 2); per-thread handles only where libcufile's
+    per-handle state might serialise the shared one."""
+    limit = max(2, min(MAX_THREADS, cpus or 1))
+    grid = [(2, 0, "shared"), (4, 0, "shared"), (8, 0, "shared"),
+            (4, 4, "shared"), (8, 4, "shared"), (16, 4, "shared"),
+            (4, 0, "per_thread"), (4, 4, "per_thread"), (8, 4, "per_thread")]
+    plans = [dict(PLAN_ONE_CALL)]
+    for threads, task_mb, handles in grid:
+        if threads > limit or threads * MIB > size or threads * task_mb * MIB > size * 2:
+            continue
+        plans.append({"threads": threads, "task_mb": task_mb, "handles": handles})
+    return plans
+
+
+def plan_label(plan):
+    """Short text of a plan: ``1 call``, ``4x contiguous``, ``8x 4 MiB per-thread handles``."""
+    if not plan.get("threads"):
+        return "1 call"
+    text = "%dx %s" % (plan["threads"], "%d MiB" % plan["task_mb"] if plan.get("task_mb") else "contiguous")
+    return text + (" per-thread handles" if plan.get("handles") == "per_thread" else "")
+
+
+def best_plan(measured, direction):
+    """The plan with the highest ``<direction>_gbps`` in ``measured`` ([{plan, write_gbps,
+    read_gbps}]); on a tie the fewer threads. None when nothing was measured."""
+    key = direction + "_gbps"
+    rows = [m for m in measured if isinstance(m.get(key), (int, float))]
+    if not rows:
+        return None
+    return max(rows, key=lambda m: (m[key], -int(m["plan"].get("threads") or 0)))["plan"]
+
+
+def ratio(gpu_gbps, host_gbps):
+    """GPU figure / storage figure, 3 decimals; None when either is missing or zero."""
+    if not isinstance(gpu_gbps, (int, float)) or not isinstance(host_gbps, (int, float)) or host_gbps <= 0:
+        return None
+    return round(float(gpu_gbps) / host_gbps, 3)
+
+
+def gbps(size, seconds):
+    return round(size / seconds / 1e9, 3) if seconds and seconds > 0 else None
+
+
+def median(values):
+    vals = sorted(values)
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2.0
+
+
+class WorkerPool(object):
+    """``count`` persistent threads; ``run(jobs)`` hands job i to thread i and waits for all.
+
+    ``setup(index)`` runs first in each thread (untimed: per-thread CUDA context, warm-up I/O);
+    a job returns None or an error dict; ``run`` returns (seconds, first error or None)."""
+
+    def __init__(self, count, setup=None):
+        self.inboxes = [queue.Queue() for _i in range(count)]
+        self.done = queue.Queue()
+        self.threads = [threading.Thread(target=self._loop, args=(i, setup)) for i in range(count)]
+        for thread in self.threads:
+            thread.daemon = True
+            thread.start()
+        ready = [self.done.get() for _i in range(count)]
+        self.setup_error = next((err for err in ready if err), None)
+
+    def _loop(self, index, setup):
+        try:
+            self.done.put(setup(index) if setup else None)
+        except Exception as exc:  # pylint: disable=broad-except
+            self.done.put({"kind": "python", "message": "%s: %s" % (type(exc).__name__, exc)})
+        while True:
+            job = self.inboxes[index].get()
+            if job is None:
+                return
+            try:
+                self.done.put(job())
+            except Exception as exc:  # pylint: disable=broad-except
+                self.done.put({"kind": "python", "message": "%s: %s" % (type(exc).__name__, exc)})
+
+    def run(self, jobs):
+        t0 = time.perf_counter()
+        for inbox, job in zip(self.inboxes, jobs):
+            inbox.put(job)
+        errors = [self.done.get() for _job in jobs]
+        return time.perf_counter() - t0, next((err for err in errors if err), None)
+
+    def close(self):
+        for inbox in self.inboxes:
+            inbox.put(None)
+        for thread in self.threads:
+            thread.join()
+
+
+def _host_job(op, fd, region, slices):
+    """A worker's O_DIRECT reads or writes of its slices through its own host region."""
+    def job():
+        for off, length in slices:
+            done = 0
+            while done < length:
+                n = min(HOST_PIECE, length - done)
+                view = region[:n]
+                ret = os.preadv(fd, [view], off + done) if op == "read" else os.pwrite(fd, view, off + done)
+                view.release()
+                if ret != n:
+                    return {"step": "host O_DIRECT %s" % op, "kind": "io", "offset": off + done, "size": n, "ret": ret}
+                done += n
+        return None
+    return job
+
+
+def host_direct(path, size, plans):
+    """Read, then write, ``size`` bytes of the file ``path`` with O_DIRECT into host memory.
+
+    ``plans``: {"read": plan, "write": plan} (how the GPU side split the same transfer; one call
+    is done in 16 MiB pieces, as dd does). Returns {read_gbps, write_gbps, read_plan, write_plan}
+    or {"error": ...}. Nothing is fsync'ed (the probe's cuFileWrite is not either)."""
+    out = {}
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_DIRECT", 0o40000))
+    try:
+        for op in ("read", "write"):
+            slices = plan_slices(size, plans[op])
+            pool = WorkerPool(len(slices))
+            region = mmap.mmap(-1, HOST_PIECE * len(slices))  # page-aligned, as O_DIRECT needs
+            try:
+                region.write(b"\xa5" * len(region))  # touch every page before the timer
+                views = [memoryview(region)[i * HOST_PIECE:(i + 1) * HOST_PIECE] for i in range(len(slices))]
+                sec, err = pool.run([_host_job(op, fd, views[i], s) for i, s in enumerate(slices)])
+                for view in views:
+                    view.release()
+            except (OSError, ValueError) as exc:
+                sec, err = 0, {"step": "host O_DIRECT %s" % op, "kind": "os", "message": str(exc)}
+            finally:
+                pool.close()
+                region.close()
+            if err:
+                return {"error": err}
+            out.update({op + "_gbps": gbps(size, sec), op + "_plan": plan_label(plans[op])})
+    finally:
+        os.close(fd)
+    return out
