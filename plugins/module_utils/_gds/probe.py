@@ -331,6 +331,7 @@ class Probe(Transfers):
         return entry
 
     def cleanup(self):
+        self.close_pools()
         for ptr in self.registered:
             self.cufile.cuFileBufDeregister(ctypes.c_void_p(ptr))
         self.registered = []

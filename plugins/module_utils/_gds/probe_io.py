@@ -31,7 +31,7 @@ import time
 MIB = 1 << 20
 HOST_PIECE = 16 * MIB  # largest single O_DIRECT call of host_direct (dd's 16 MiB blocks)
 MAX_THREADS = 16
-PLAN_ONE_CALL = {"threads": 0, "task_mb": 0, "handles": "shared"}
+PLAN_ONE_CALL = {"threads": 0, "task_mb": 0, "handles": "shared", "registered": True}
 
 
 def plan_slices(size, plan):
@@ -55,36 +55,46 @@ def plan_slices(size, plan):
 def candidate_plans(size, cpus):
     """The plans the throughput mode measures on ``size`` bytes with ``cpus`` CPUs, one call first.
 
-    Thread counts up to min(16, cpus) (at least 2); per-thread handles only where libcufile's
-    per-handle state might serialise the shared one."""
+    Thread counts up to min(16, cpus) (at least 2), no worker with less than 1 MiB; per-thread
+    handles in case libcufile serialises I/O on one handle; unregistered buffers (kvikio does
+    not register them) in case registration costs in compat mode."""
     limit = max(2, min(MAX_THREADS, cpus or 1))
-    grid = [(2, 0, "shared"), (4, 0, "shared"), (8, 0, "shared"),
-            (4, 4, "shared"), (8, 4, "shared"), (16, 4, "shared"),
-            (4, 0, "per_thread"), (4, 4, "per_thread"), (8, 4, "per_thread")]
+    grid = [(2, 0, "shared", True), (4, 0, "shared", True), (8, 0, "shared", True),
+            (4, 4, "shared", True), (8, 4, "shared", True), (16, 4, "shared", True),
+            (4, 0, "per_thread", True), (4, 4, "per_thread", True), (8, 4, "per_thread", True),
+            (0, 0, "shared", False), (4, 4, "shared", False), (8, 4, "shared", False)]
     plans = [dict(PLAN_ONE_CALL)]
-    for threads, task_mb, handles in grid:
-        if threads > limit or threads * MIB > size or threads * task_mb * MIB > size * 2:
+    for threads, task_mb, handles, registered in grid:
+        if threads > limit or threads * MIB > size or threads * task_mb * MIB > size:
             continue
-        plans.append({"threads": threads, "task_mb": task_mb, "handles": handles})
+        plans.append({"threads": threads, "task_mb": task_mb, "handles": handles, "registered": registered})
     return plans
 
 
 def plan_label(plan):
     """Short text of a plan: ``1 call``, ``4x contiguous``, ``8x 4 MiB per-thread handles``."""
-    if not plan.get("threads"):
-        return "1 call"
-    text = "%dx %s" % (plan["threads"], "%d MiB" % plan["task_mb"] if plan.get("task_mb") else "contiguous")
-    return text + (" per-thread handles" if plan.get("handles") == "per_thread" else "")
+    text = "1 call" if not plan.get("threads") else "%dx %s" % (
+        plan["threads"], "%d MiB" % plan["task_mb"] if plan.get("task_mb") else "contiguous")
+    if plan.get("handles") == "per_thread":
+        text += " per-thread handles"
+    if plan.get("registered") is False:
+        text += " unregistered"
+    return text
+
+
+def best_plans(measured, direction, count=1):
+    """The ``count`` plans with the highest ``<direction>_gbps`` in ``measured`` ([{plan,
+    write_gbps, read_gbps}]), best first; on a tie the fewer threads first."""
+    key = direction + "_gbps"
+    rows = [m for m in measured if isinstance(m.get(key), (int, float))]
+    rows.sort(key=lambda m: (-m[key], int(m["plan"].get("threads") or 0)))
+    return [m["plan"] for m in rows[:count]]
 
 
 def best_plan(measured, direction):
-    """The plan with the highest ``<direction>_gbps`` in ``measured`` ([{plan, write_gbps,
-    read_gbps}]); on a tie the fewer threads. None when nothing was measured."""
-    key = direction + "_gbps"
-    rows = [m for m in measured if isinstance(m.get(key), (int, float))]
-    if not rows:
-        return None
-    return max(rows, key=lambda m: (m[key], -int(m["plan"].get("threads") or 0)))["plan"]
+    """The best plan of ``measured`` for ``direction``, or None when nothing was measured."""
+    plans = best_plans(measured, direction)
+    return plans[0] if plans else None
 
 
 def ratio(gpu_gbps, host_gbps):
@@ -174,21 +184,23 @@ def host_direct(path, size, plans):
     is done in 16 MiB pieces, as dd does). Returns {read_gbps, write_gbps, read_plan, write_plan}
     or {"error": ...}. Nothing is fsync'ed (the probe's cuFileWrite is not either)."""
     out = {}
-    fd = os.open(path, os.O_RDWR | getattr(os, "O_DIRECT", 0o40000))
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_DIRECT", 0o40000))
+    except OSError as exc:
+        return {"error": {"step": "host O_DIRECT open", "kind": "os", "errno": exc.errno, "strerror": exc.strerror}}
     try:
         for op in ("read", "write"):
             slices = plan_slices(size, plans[op])
             pool = WorkerPool(len(slices))
             region = mmap.mmap(-1, HOST_PIECE * len(slices))  # page-aligned, as O_DIRECT needs
+            views = []
             try:
                 region.write(b"\xa5" * len(region))  # touch every page before the timer
                 views = [memoryview(region)[i * HOST_PIECE:(i + 1) * HOST_PIECE] for i in range(len(slices))]
                 sec, err = pool.run([_host_job(op, fd, views[i], s) for i, s in enumerate(slices)])
+            finally:
                 for view in views:
                     view.release()
-            except (OSError, ValueError) as exc:
-                sec, err = 0, {"step": "host O_DIRECT %s" % op, "kind": "os", "message": str(exc)}
-            finally:
                 pool.close()
                 region.close()
             if err:

@@ -145,14 +145,28 @@ def test_p2pdma(tmp_path, libs):
 def test_probe_source_is_the_module_file(monkeypatch):
     with open(child._gds_probe.__file__) as f:
         text = f.read()
-    assert child.probe_source() == text
+    assert child.module_source(child._gds_probe) == text
 
     class BytesLoader(object):  # what Ansible's collection loader returns
         def get_source(self, name):
             return text.encode("utf-8")
 
     monkeypatch.setattr(child._gds_probe, "__loader__", BytesLoader())
-    assert child.probe_source() == text
+    assert child.module_source(child._gds_probe) == text
+    assert "class Probe(Transfers):" in child.probe_source()  # the joined program takes it from the loader too
+
+
+def test_probe_program_is_its_parts_joined_without_their_imports():
+    src = child.probe_source()
+    assert src.startswith("from __future__ import annotations\n")
+    lines = src.splitlines()
+    assert [ln for ln in lines if ln.startswith("from __future__")] == ["from __future__ import annotations"]
+    assert not [ln for ln in lines if ln.lstrip().startswith(("from ansible_collections", "import ansible_collections"))]
+    for part in child.PROBE_PARTS:
+        assert "# ---- %s\n" % part.__name__.rsplit(".", 1)[-1] in src
+    assert src.rstrip().endswith("main(sys.argv[1:])")  # probe.py (main) is the last part
+    compile(src, "<probe>", "exec")
+    assert len(src.encode("utf-8")) < 100 * 1024  # one argv string may hold 128 KiB
 
 
 def test_parse_output_without_result():
