@@ -79,10 +79,12 @@ options:
       - Throughput mode. After the default (verified) write and read, measure several ways of
         splitting the same transfer on the same file - one call, 2 to 16 threads each issuing
         C(cuFileWrite)/C(cuFileRead) on a contiguous slice or on 4 MiB tasks (the way kvikio's
-        thread pool splits a request), shared or per-thread cuFile handles - take the best per
-        direction, measure it 3 more times and report the median in C(gds.throughput.tuned)
-        (with the plans chosen, the last read verified byte for byte and the storage's own
-        O_DIRECT speed with the same plans).
+        thread pool splits a request), shared or per-thread cuFile handles, registered or
+        unregistered buffers - measure the two best plans per direction 3 more times each and
+        report the best median in C(gds.throughput.tuned), with the plans chosen, a read of the
+        chosen plan verified byte for byte and the storage's own O_DIRECT speed with the same plans.
+      - A failure of the throughput mode is reported in C(gds.throughput.tuned.error); the verdict
+        is the default probe's.
       - Opt-in because it costs seconds per probe path (about 10 s at 1 GiB); the default probe
         keeps a fleet run short and its figures stay in C(gds.throughput).
     type: bool
