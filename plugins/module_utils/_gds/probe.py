@@ -46,7 +46,7 @@ import time
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_nvml import _cstr, nvml_inventory
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_io import gbps, host_direct, ratio
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_lib import (
-    BLOCK, BOOL_PARAMS, HEADER, PROTOCOL, SENTINEL, StepError, _CUfileDescr, _CUfileError, _DrvProps, emit,
+    BLOCK, BOOL_PARAMS, HEADER, PROTOCOL, StepError, _CUfileDescr, _CUfileError, _DrvProps, emit,
     unbuffer_c_stdout
 )
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_tune import Transfers

@@ -37,7 +37,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds import prob
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_nvml as _gds_probe_nvml
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_tune as _gds_probe_tune
 
-SENTINEL = _gds_probe.SENTINEL
+SENTINEL = _gds_probe_lib.SENTINEL
 # the probe program's parts, in the order the joined source defines them (main last)
 PROBE_PARTS = (_gds_probe_lib, _gds_probe_nvml, _gds_probe_io, _gds_probe_tune, _gds_probe)
 
