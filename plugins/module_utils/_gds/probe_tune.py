@@ -159,6 +159,7 @@ class Transfers(object):
         bufs = {"write": self.bufs[0], "read": self.bufs[1]}
         ops = (("cuFileWrite", "write"), ("cuFileRead", "read"))
         try:
+            # "cpus": the tests stand in for a bigger host with it (not a module option)
             for plan in candidate_plans(self.size, self.args.get("cpus") or os.cpu_count() or 1):
                 row = {"plan": plan, "label": plan_label(plan)}
                 self.step("tune %s %s" % (row["label"], path))
