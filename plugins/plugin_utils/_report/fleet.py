@@ -369,6 +369,9 @@ def _gbps(value):
 
 
 _NO_STORAGE = {"write_ratio": None, "read_ratio": None}
+RATIO_NOTE = ("GPU/storage: the probe's GB/s over the storage's own O_DIRECT GB/s (the same file into host "
+              "memory, same run, best of 2). Below 1: the GPU data path loses that share of the storage's speed; "
+              "1 or above: the storage is the limit (the GPU path kept up with, or outran, one O_DIRECT stream).")
 
 
 def render_markdown(report):
@@ -398,4 +401,6 @@ def render_markdown(report):
             _gbps(r["throughput"]["read_gbps"]), pair_text(r.get("storage")), ratio_text(r.get("storage") or _NO_STORAGE),
             pair_text(r.get("tuned")), driver, v.get("nvidia_fs"), v.get("libcufile"), v.get("ofed"),
             reason)))
+    if any((r.get("storage") or _NO_STORAGE)["read_ratio"] is not None for r in report["hosts"]):
+        lines += ["", RATIO_NOTE]
     return "\n".join(lines) + "\n"

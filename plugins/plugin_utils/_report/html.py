@@ -107,8 +107,8 @@ def _storage_cell(storage):
     storage = storage or {"write_gbps": None, "read_gbps": None, "write_ratio": None, "read_ratio": None}
     shown = _e(fleet.ratio_text(storage))
     if storage["write_gbps"] is not None or storage["read_gbps"] is not None:
-        shown = '<span title="storage (O_DIRECT into host memory, same file, same run): %s GB/s write / read">%s</span>' % (
-            _e(fleet.pair_text(storage)), shown)
+        shown = '<span title="storage (O_DIRECT into host memory, same file, same run): %s GB/s write / read. %s">%s</span>' % (
+            _e(fleet.pair_text(storage)), _e(fleet.RATIO_NOTE), shown)
     return ("storage_ratio", "" if storage["read_ratio"] is None else storage["read_ratio"], shown, "num")
 
 

@@ -57,8 +57,8 @@ def test_candidate_plans_follow_the_cpus_and_the_size():
     assert [io.plan_label(p) for p in two] == ["1 call", "2x contiguous", "1 call unregistered"]
     small = io.candidate_plans(16 * MIB, 16)
     assert all(p["threads"] * max(p["task_mb"], 1) <= 16 for p in small)
-    assert io.candidate_plans(256 * MIB, None)[:2] == [io.PLAN_ONE_CALL, {"threads": 2, "task_mb": 0,
-                                                                            "handles": "shared", "registered": True}]
+    two_threads = {"threads": 2, "task_mb": 0, "handles": "shared", "registered": True}
+    assert io.candidate_plans(256 * MIB, None)[:2] == [io.PLAN_ONE_CALL, two_threads]
 
 
 def test_plan_labels():
@@ -114,6 +114,9 @@ def test_host_direct_reads_and_writes_the_file(tmp_path):
     if out.get("error"):
         pytest.skip("no O_DIRECT here: %s" % out["error"])
     assert out["read_gbps"] > 0 and out["write_gbps"] > 0
+    # best of 2 interleaved rounds: a single O_DIRECT stream is noisy on a shared host
+    assert len(out["read_runs"]) == 2 and out["read_gbps"] == max(out["read_runs"])
+    assert len(out["write_runs"]) == 2 and out["write_gbps"] == max(out["write_runs"])
     assert out["read_plan"] == "1 call" and out["write_plan"] == "2x 1 MiB"
     assert os.path.getsize(path) == 4 * MIB
     with open(path, "rb") as f:

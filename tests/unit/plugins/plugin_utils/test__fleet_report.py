@@ -497,6 +497,8 @@ def test_markdown_and_html_show_the_storage_ratio_and_the_throughput_mode():
     assert "| storage GB/s w / r | GPU/storage w / r | throughput mode GB/s w / r |" in md
     row = [line for line in md.splitlines() if line.startswith("| tput-1 |")][0]
     assert "| 3.50 | 5.34 | 3.90 / 5.62 | 0.90 / 0.95 | 3.81 / 6.93 |" in row
+    assert md.rstrip().endswith(fr.RATIO_NOTE) and "1 or above: the storage is the limit" in fr.RATIO_NOTE
+    assert fr.RATIO_NOTE not in fr.render_markdown(fr.build_report([fr.build_record("old", CAPTURED_COMPAT_FACTS)]))
     text = frh.render_html(report)
     assert '<th data-key="storage_ratio" data-type="num" scope="col">GPU/storage w / r</th>' in text
     assert 'data-key="storage_ratio" data-v="0.95"' in text and "3.90 / 5.62 GB/s write / read" in text
