@@ -74,6 +74,22 @@ options:
         H100 test host (compat mode) one call was the fastest (bench/gpu-probe).
     type: int
     default: 0
+  probe_throughput:
+    description:
+      - Throughput mode. After the default (verified) write and read, measure several ways of
+        splitting the same transfer on the same file - one call, 2 to 16 threads each issuing
+        C(cuFileWrite)/C(cuFileRead) on a contiguous slice or on 4 MiB tasks (the way kvikio's
+        thread pool splits a request), shared or per-thread cuFile handles, registered or
+        unregistered buffers - measure the two best plans per direction 3 more times each and
+        report the best median in C(gds.throughput.tuned), with the plans chosen, a read of the
+        chosen plan verified byte for byte and the storage's own O_DIRECT speed with the same plans.
+      - A failure of the throughput mode is reported in C(gds.throughput.tuned.error); the verdict
+        is the default probe's.
+      - Opt-in because it costs seconds per probe path - measured on the H100 test host (compat
+        mode) about 2.7 s at 256 MiB and 9.5 s at 1 GiB of tuning, 13 s of module time at 1 GiB;
+        the default probe keeps a fleet run short and its figures stay in C(gds.throughput).
+    type: bool
+    default: false
   probe_device:
     description: CUDA device ordinal whose memory is used.
     type: int
@@ -197,9 +213,19 @@ ansible_facts:
           description: The data path is proven (nvidia-fs counters moved, or nvidia_fs is absent).
           type: bool
         throughput:
-          description: Write and read GB/s (10^9 bytes/s) of the probe on the weakest path.
+          description:
+            - Write and read GB/s (10^9 bytes/s) of the probe on the weakest path (C(write_gbps),
+              C(read_gbps), C(size_mb)); C(storage_write_gbps) and C(storage_read_gbps) - the same
+              file written and read with O_DIRECT into host memory in the same run (16 MiB calls,
+              no GPU, best of 2 interleaved rounds); C(write_ratio) and C(read_ratio) - probe /
+              storage, how much of the storage's speed reaches the GPU. Not clamped - 1 or above
+              says the storage is the limit (the GPU path kept up with, or outran, one O_DIRECT
+              stream).
+            - C(tuned) - the figures of O(probe_throughput) (C(write_gbps), C(read_gbps),
+              C(write_plan), C(read_plan), C(storage_*), C(*_ratio), C(verified), C(error)), else null.
           type: dict
-          sample: {write_gbps: 1.41, read_gbps: 5.2, size_mb: 256}
+          sample: {write_gbps: 3.5, read_gbps: 5.3, size_mb: 256, storage_write_gbps: 3.9, storage_read_gbps: 5.6,
+                   write_ratio: 0.897, read_ratio: 0.946, tuned: null}
         versions:
           description: Kernel, NVIDIA driver (and kernel module flavour), CUDA driver, libcufile, nvidia_fs, OFED.
           type: dict

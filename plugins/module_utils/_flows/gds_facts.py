@@ -28,6 +28,7 @@ def argument_spec():
         probe_path=dict(type="list", elements="path", default=[targets.AUTO]),
         probe_size_mb=dict(type="int", default=64),
         probe_threads=dict(type="int", default=0),
+        probe_throughput=dict(type="bool", default=False),
         probe_device=dict(type="int", default=0),
         probe_timeout=dict(type="int", default=60),
         require_mode=dict(type="str", choices=["gds", "p2pdma", "compat"]),
@@ -98,6 +99,28 @@ def preflight_paths(storage, size):
     return ok, skipped
 
 
+def throughput_summary(entry, size_mb):
+    """``gds.throughput`` from the probe entry of the weakest path: the default probe's GB/s,
+    the storage's own O_DIRECT GB/s into host memory (same file, same run) and their ratio, and
+    the throughput mode's figures when it ran (``tuned``, else None)."""
+    entry = entry or {}
+    direct = entry.get("host_direct") or {}
+    ratios = entry.get("storage_ratio") or {}
+    out = {"write_gbps": entry.get("write_gbps"), "read_gbps": entry.get("read_gbps"), "size_mb": size_mb,
+           "storage_write_gbps": direct.get("write_gbps"), "storage_read_gbps": direct.get("read_gbps"),
+           "write_ratio": ratios.get("write"), "read_ratio": ratios.get("read"), "tuned": None}
+    tuned = entry.get("tuned")
+    if tuned:
+        t_direct = tuned.get("host_direct") or {}
+        t_ratios = tuned.get("storage_ratio") or {}
+        out["tuned"] = {"write_gbps": tuned.get("write_gbps"), "read_gbps": tuned.get("read_gbps"),
+                        "write_plan": tuned.get("write_label"), "read_plan": tuned.get("read_label"),
+                        "storage_write_gbps": t_direct.get("write_gbps"), "storage_read_gbps": t_direct.get("read_gbps"),
+                        "write_ratio": t_ratios.get("write"), "read_ratio": t_ratios.get("read"),
+                        "verified": bool((tuned.get("verify") or {}).get("ok")), "error": tuned.get("error")}
+    return out
+
+
 def _probe_args(params, libs, nvfs, want_probe, want_nvml, paths):
     return {
         "cuda_lib": libs.get("libcuda") or "libcuda.so.1",
@@ -107,6 +130,7 @@ def _probe_args(params, libs, nvfs, want_probe, want_nvml, paths):
         "paths": paths,
         "size": params["probe_size_mb"] << 20,
         "threads": params["probe_threads"],
+        "throughput": bool(params.get("probe_throughput")),
         "chunk": CHUNK,
         "device": params["probe_device"],
         "nvfs_stats": nvfs.get("stats_path"),
@@ -152,7 +176,7 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
     # second Python process, and dlopen would not find the library either (then nvidia-smi is asked)
     want_nvml = bool(params["gather_cuda"] and driver_evidence and libs["libnvidia_ml"])
     probe = {"enabled": bool(params["probe"]), "ran": False, "size_mb": params["probe_size_mb"],
-             "threads": params["probe_threads"], "paths": []}
+             "threads": params["probe_threads"], "throughput_mode": bool(params.get("probe_throughput")), "paths": []}
     t1 = time.time()
     result = {}
     paths_ok, skipped = preflight_paths(facts["storage"]["probe_paths"], params["probe_size_mb"] << 20)
@@ -199,8 +223,7 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
                  verified=verdict["verified"], proven=verdict["proven"])
     merge_path_verdicts(probe, verdict.get("paths") or [])
     worst = next((p for p in probe["paths"] if p.get("mode") == verdict["mode"]), None)
-    facts["throughput"] = {"write_gbps": (worst or {}).get("write_gbps"), "read_gbps": (worst or {}).get("read_gbps"),
-                           "size_mb": params["probe_size_mb"] if probe["ran"] else None}
+    facts["throughput"] = throughput_summary(worst, params["probe_size_mb"] if probe["ran"] else None)
     facts["versions"] = {
         "kernel": facts["kernel"]["release"], "nvidia_driver": nvidia.get("driver_version"),
         "nvidia_kernel_module": nvidia.get("kernel_module_flavor"), "cuda_driver": nvidia.get("cuda_driver_version"),

@@ -20,13 +20,17 @@ The program: optional NVML inventory (GPU names, UUIDs, PCI bus ids, BAR1), then
 primary context of one device, two device buffers, a known pattern (random 1 MiB blocks, each
 stamped with a nonce and its index), cuFileDriverOpen, and for each probe path: an
 O_CREAT|O_EXCL|O_DIRECT file, cuFileHandleRegister, cuFileWrite of buffer 1, cuFileRead into
-buffer 2 (both timed, in parallel chunks when ``threads`` > 1), a byte-for-byte comparison
-on the host, and ALWAYS deregister, close and unlink. nvidia-fs stats are read around the
+buffer 2 (both timed, in parallel chunks when ``threads`` > 0), a byte-for-byte comparison
+on the host, the same file read and written with O_DIRECT into host memory (the storage's own
+speed), the throughput mode when asked, and ALWAYS deregister, close and unlink. nvidia-fs stats are read around the
 write and the read so the module can prove (or disprove) the nvidia-fs data path.
 
-Standard library only, Python 3.8+; it imports nothing from the collection. It is one file on
-purpose (longer than the usual ~400 lines): the child runs it as a single program and cannot
-import its siblings, and the CUDA, NVML and cuFile parts share the step/error protocol above.
+Standard library only, Python 3.8+. The program is split over five files along its seams -
+probe_lib (protocol, ctypes layouts), probe_nvml (NVML inventory), probe_io (I/O plans, worker
+pool, the storage's own O_DIRECT speed), probe_tune (timed transfers, throughput mode) and this
+one (CUDA/cuFile setup, the per-path sequence, main) - and ``probe_child.probe_source`` joins
+them into one source for ``python -c``, without their ``from __future__`` and collection import
+lines: a part must use its siblings' names directly, never through a module name.
 """
 
 from __future__ import annotations
@@ -37,162 +41,25 @@ import os
 import signal
 import struct
 import sys
-import threading
 import time
 
-SENTINEL = "@@GDS_PROBE@@"
-PROTOCOL = 1
-BLOCK = 1 << 20
-HEADER = 16
-WARMUP = 1 << 20  # bytes of the untimed first write and read (see Probe.warm_up)
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_nvml import _cstr, nvml_inventory
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_io import gbps, host_direct, ratio
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_lib import (
+    BLOCK, BOOL_PARAMS, HEADER, PROTOCOL, StepError, _CUfileDescr, _CUfileError, _DrvProps, emit,
+    unbuffer_c_stdout
+)
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_tune import Transfers
 
 
-def emit(kind, payload):
-    # The leading newline ends any line libcufile left unterminated on the same stdout.
-    data = ("\n%s %s %s\n" % (SENTINEL, kind, payload)).encode("utf-8", "replace")
-    while data:
-        n = os.write(1, data)
-        data = data[n:]
-
-
-def unbuffer_c_stdout():
-    """libcufile prints with C stdio; make stdout unbuffered so nothing is lost on abort()."""
-    try:
-        libc = ctypes.CDLL(None)
-        stream = ctypes.c_void_p.in_dll(libc, "stdout")
-        libc.setvbuf.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t]
-        libc.setvbuf(stream, None, 2, 0)  # _IONBF
-        return libc
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-class StepError(Exception):
-    """A probe step failed; ``info`` is the JSON-able description."""
-
-    def __init__(self, info):
-        super(StepError, self).__init__(info.get("step"))
-        self.info = info
-
-
-def _cstr(buf):
-    return buf.value.decode("utf-8", "replace")
-
-
-# ---------------------------------------------------------------------------------------------
-# NVML (libnvidia-ml) inventory
-
-class _PciInfo(ctypes.Structure):
-    _fields_ = [("busIdLegacy", ctypes.c_char * 16), ("domain", ctypes.c_uint), ("bus", ctypes.c_uint),
-                ("device", ctypes.c_uint), ("pciDeviceId", ctypes.c_uint), ("pciSubSystemId", ctypes.c_uint),
-                ("busId", ctypes.c_char * 32)]
-
-
-class _Bar1(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
-
-
-def nvml_inventory(lib):
-    """GPUs as NVML sees them; {"error": ...} when NVML cannot be used."""
-    try:
-        nv = ctypes.CDLL(lib)
-    except OSError as exc:
-        return {"error": "cannot load %s: %s" % (lib, exc)}
-
-    def errstr(rc):
-        try:
-            nv.nvmlErrorString.restype = ctypes.c_char_p
-            return "%s (%d)" % (nv.nvmlErrorString(rc).decode("utf-8", "replace"), rc)
-        except (AttributeError, ValueError):
-            return "NVML error %d" % rc
-
-    init = getattr(nv, "nvmlInit_v2", None) or nv.nvmlInit
-    rc = init()
-    if rc:
-        return {"error": "nvmlInit failed: %s" % errstr(rc)}
-    out = {"gpus": []}
-    try:
-        buf = ctypes.create_string_buffer(96)
-        if nv.nvmlSystemGetDriverVersion(buf, 96) == 0:
-            out["driver_version"] = _cstr(buf)
-        ver = ctypes.c_int(0)
-        fn = getattr(nv, "nvmlSystemGetCudaDriverVersion_v2", None) or getattr(nv, "nvmlSystemGetCudaDriverVersion", None)
-        if fn is not None and fn(ctypes.byref(ver)) == 0:
-            out["cuda_driver_version"] = ver.value
-        count = ctypes.c_uint(0)
-        rc = (getattr(nv, "nvmlDeviceGetCount_v2", None) or nv.nvmlDeviceGetCount)(ctypes.byref(count))
-        if rc:
-            out["error"] = "nvmlDeviceGetCount failed: %s" % errstr(rc)
-            return out
-        by_index = getattr(nv, "nvmlDeviceGetHandleByIndex_v2", None) or nv.nvmlDeviceGetHandleByIndex
-        for i in range(count.value):
-            handle = ctypes.c_void_p()
-            rc = by_index(ctypes.c_uint(i), ctypes.byref(handle))
-            if rc:
-                out["gpus"].append({"index": i, "error": errstr(rc)})
-                continue
-            gpu = {"index": i}
-            name = ctypes.create_string_buffer(96)
-            if nv.nvmlDeviceGetName(handle, name, 96) == 0:
-                gpu["name"] = _cstr(name)
-            uuid = ctypes.create_string_buffer(96)
-            if nv.nvmlDeviceGetUUID(handle, uuid, 96) == 0:
-                gpu["uuid"] = _cstr(uuid)
-            pci = _PciInfo()
-            fn = getattr(nv, "nvmlDeviceGetPciInfo_v3", None) or getattr(nv, "nvmlDeviceGetPciInfo_v2", None)
-            if fn is not None and fn(handle, ctypes.byref(pci)) == 0:
-                gpu["pci_bus_id"] = pci.busId.decode("ascii", "replace")
-            bar1 = _Bar1()
-            if nv.nvmlDeviceGetBAR1MemoryInfo(handle, ctypes.byref(bar1)) == 0:
-                gpu["bar1_total_mib"] = bar1.total // (1 << 20)
-            mem = _Bar1()  # nvmlMemory_t has the same three fields (total, free, used)
-            if nv.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(mem)) == 0:
-                gpu["fb_total_mib"] = mem.total // (1 << 20)
-            out["gpus"].append(gpu)
-    finally:
-        nv.nvmlShutdown()
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# CUDA driver API + cuFile through ctypes
-
-class _CUfileError(ctypes.Structure):
-    _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
-
-
-class _DescrHandle(ctypes.Union):
-    _fields_ = [("fd", ctypes.c_int), ("handle", ctypes.c_void_p)]
-
-
-class _CUfileDescr(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_int), ("handle", _DescrHandle), ("fs_ops", ctypes.c_void_p)]
-
-
-class _NvfsProps(ctypes.Structure):
-    _fields_ = [("major_version", ctypes.c_uint), ("minor_version", ctypes.c_uint),
-                ("poll_thresh_size", ctypes.c_size_t), ("max_direct_io_size", ctypes.c_size_t),
-                ("dstatusflags", ctypes.c_uint), ("dcontrolflags", ctypes.c_uint)]
-
-
-class _DrvProps(ctypes.Structure):
-    _fields_ = [("nvfs", _NvfsProps), ("fflags", ctypes.c_uint), ("max_device_cache_size", ctypes.c_uint),
-                ("per_buffer_cache_size", ctypes.c_uint), ("max_device_pinned_mem_size", ctypes.c_uint),
-                ("max_batch_io_size", ctypes.c_uint), ("max_batch_io_timeout_msecs", ctypes.c_uint)]
-
-
-# CUFileBoolConfigParameter_t values read back after cuFileDriverOpen (the effective config:
-# cufile.json overlaid with the CUFILE_* environment).
-BOOL_PARAMS = {"allow_compat_mode": 1, "force_compat_mode": 2, "parallel_io": 4, "use_pci_p2pdma": 7}
-CU_FILE_HANDLE_TYPE_OPAQUE_FD = 1
-
-
-class Probe(object):
+class Probe(Transfers):
     def __init__(self, args):
         self.args = args
         self.size = int(args.get("size") or 64 * BLOCK)
         self.chunk = max(BLOCK, int(args.get("chunk") or 16 * BLOCK))
         self.threads = int(args.get("threads", 0))
+        self.throughput = bool(args.get("throughput"))
+        self.tune_reps = max(1, int(args.get("tune_reps") or 3))
         self.device = int(args.get("device") or 0)
         self.stats_path = args.get("nvfs_stats")
         self.cuda = None
@@ -383,57 +250,6 @@ class Probe(object):
             self.registered.append(ptr)
 
     # -- I/O -------------------------------------------------------------------------------
-    def warm_up(self, op, fh, dptr):
-        """One untimed ``op`` of the first WARMUP bytes: libcufile sets up its per-thread state
-        (compat mode: its bounce buffers) on the first I/O of a process, which would otherwise
-        be timed in the probe's single run. Reads go into the source buffer, never into the one
-        that is verified."""
-        n = min(WARMUP, self.size)
-        ret = getattr(self.cufile, op)(fh, ctypes.c_void_p(dptr), n, 0, 0)
-        if ret != n:
-            raise StepError({"step": op, "kind": "io", "offset": 0, "size": n, "ret": ret, "warm_up": True,
-                             "errno": ctypes.get_errno() if ret == -1 else None})
-
-    def transfer(self, op, fh, dptr):
-        """``op`` (cuFileWrite/cuFileRead) of the whole buffer: one call when threads == 0,
-        else chunks of ``self.chunk`` spread over ``threads`` threads (ctypes releases the
-        GIL during each call). Returns seconds; raises StepError on the first failed chunk."""
-        fn = getattr(self.cufile, op)
-        if self.threads <= 0:
-            chunks = [(0, self.size)]
-            nthreads = 1
-        else:
-            chunks = [(off, min(self.chunk, self.size - off)) for off in range(0, self.size, self.chunk)]
-            nthreads = max(1, min(self.threads, len(chunks)))
-        errors = []
-
-        def worker(idx):
-            if nthreads > 1:
-                self.cuda.cuCtxSetCurrent(self.ctx)
-            for i in range(idx, len(chunks), nthreads):
-                if errors:
-                    return
-                off, n = chunks[i]
-                ret = fn(fh, ctypes.c_void_p(dptr), n, off, off)
-                if ret != n:
-                    errors.append({"step": op, "kind": "io", "offset": off, "size": n, "ret": ret,
-                                   "errno": ctypes.get_errno() if ret == -1 else None})
-                    return
-
-        t0 = time.time()
-        if nthreads == 1:
-            worker(0)
-        else:
-            pool = [threading.Thread(target=worker, args=(i,)) for i in range(nthreads)]
-            for t in pool:
-                t.start()
-            for t in pool:
-                t.join()
-        elapsed = time.time() - t0
-        if errors:
-            raise StepError(errors[0])
-        return elapsed
-
     def verify(self):
         """Copy buffer 2 back to the host and compare it with the pattern, block by block."""
         c = ctypes
@@ -457,7 +273,6 @@ class Probe(object):
         return {"ok": True, "verified_bytes": self.size}
 
     def probe_path(self, path):
-        c = ctypes
         entry = {"path": path, "ok": False, "size": self.size, "threads": self.threads, "chunk": self.chunk}
         name = os.path.join(path, ".gds_facts_probe.%d.%s" % (os.getpid(), os.urandom(4).hex()))
         fd = None
@@ -471,33 +286,34 @@ class Probe(object):
                                  "file": name})
             entry["file"] = name
             self.step("cuFileHandleRegister %s" % path)
-            descr = _CUfileDescr()
-            descr.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD
-            descr.handle.fd = fd
-            fh = c.c_void_p()
-            self.cufile_call("cuFileHandleRegister", c.byref(fh), c.byref(descr))
-            handle = fh
+            fh = handle = self.register_handle(fd)
             self.cu("cuMemsetD32_v2", self.bufs[1], 0x5A5AA5A5, self.size // 4)
             self.cu("cuCtxSynchronize")
+            plan = self.default_plan()
             stats = [self.read_stats()]
             self.step("cuFileWrite %s" % path)
-            self.warm_up("cuFileWrite", fh, self.bufs[0])
-            wsec = self.transfer("cuFileWrite", fh, self.bufs[0])
+            wsec = self.transfer("cuFileWrite", self.bufs[0], plan, [fh])
             stats.append(self.read_stats())
             self.step("cuFileRead %s" % path)
-            self.warm_up("cuFileRead", fh, self.bufs[0])
-            rsec = self.transfer("cuFileRead", fh, self.bufs[1])
+            rsec = self.transfer("cuFileRead", self.bufs[1], plan, [fh])
             stats.append(self.read_stats())
             self.step("verify %s" % path)
             t0 = time.time()
             check = self.verify()
             entry["verify_s"] = round(time.time() - t0, 4)
             entry.update({"write_s": round(wsec, 6), "read_s": round(rsec, 6),
-                          "write_gbps": round(self.size / wsec / 1e9, 3) if wsec > 0 else None,
-                          "read_gbps": round(self.size / rsec / 1e9, 3) if rsec > 0 else None,
+                          "write_gbps": gbps(self.size, wsec), "read_gbps": gbps(self.size, rsec),
                           "verify": check, "nvfs_stats": stats, "ok": bool(check["ok"])})
             if not check["ok"]:
                 entry["error"] = dict(check, step="verify", kind="verify")
+            else:
+                # the storage alone, same file, same run, same split: how much of it reaches the GPU
+                self.step("host O_DIRECT %s" % path)
+                direct = host_direct(name, self.size, {"write": plan, "read": plan})
+                entry["host_direct"] = direct
+                entry["storage_ratio"] = {d: ratio(entry[d + "_gbps"], direct.get(d + "_gbps")) for d in ("write", "read")}
+                if self.throughput:
+                    entry["tuned"] = self.tune(path, name, fh)
         except StepError as exc:
             entry["error"] = exc.info
         finally:
@@ -515,6 +331,7 @@ class Probe(object):
         return entry
 
     def cleanup(self):
+        self.close_pools()
         for ptr in self.registered:
             self.cufile.cuFileBufDeregister(ctypes.c_void_p(ptr))
         self.registered = []

@@ -8,8 +8,9 @@ utilities live in a zip (a temp file whose path differs with and without pipelin
 ``-m`` could only reach through PYTHONPATH and the ``ansible_collections`` namespace
 package). The probe's source is read from the loaded module itself (the zipimporter's
 ``get_source``, else the file), so the child needs nothing but the interpreter the module
-runs under; ``-I -S`` keeps the host's PYTHONPATH and site packages out of it. The source is
-~20 KB, far below the 128 KiB limit of one argv string.
+runs under; ``-I -S`` keeps the host's PYTHONPATH and site packages out of it. The program is
+five files (``PROBE_PARTS``) joined into one source of ~40 KB, below the 128 KiB limit of one
+argv string (a unit test keeps it there).
 
 The child runs with its own working directory (libcufile writes cufile.log into the cwd unless
 ``logging.dir`` is set) and ``CUFILE_LOGFILE_PATH`` pointing there (the variable wins over
@@ -21,6 +22,7 @@ printed and the log: the module always returns.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -30,25 +32,52 @@ import tempfile
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe as _gds_probe
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_io as _gds_probe_io
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_lib as _gds_probe_lib
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_nvml as _gds_probe_nvml
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_tune as _gds_probe_tune
 
-SENTINEL = _gds_probe.SENTINEL
+SENTINEL = _gds_probe_lib.SENTINEL
+# the probe program's parts, in the order the joined source defines them (main last)
+PROBE_PARTS = (_gds_probe_lib, _gds_probe_nvml, _gds_probe_io, _gds_probe_tune, _gds_probe)
 
 
-def probe_source():
-    """The text of _gds/probe.py, wherever it was imported from (zip or file)."""
-    loader = getattr(_gds_probe, "__loader__", None)
+def module_source(module):
+    """The text of a module, wherever it was imported from (zip or file)."""
+    loader = getattr(module, "__loader__", None)
     src = None
     if loader is not None and hasattr(loader, "get_source"):
         try:
-            src = loader.get_source(_gds_probe.__name__)
+            src = loader.get_source(module.__name__)
         except (ImportError, OSError):
             src = None
     if isinstance(src, bytes):  # Ansible's collection loader returns bytes
         src = src.decode("utf-8")
     if not src:
-        with open(_gds_probe.__file__, "r") as f:
+        with open(module.__file__, "r") as f:
             src = f.read()
     return src
+
+
+def _without_imports_of_parts(src):
+    """``src`` without its ``from __future__`` and collection imports (the parts' names are
+    globals of the joined program); the lines are blanked so line numbers in a traceback of the
+    child still point at the part's own line minus the part's offset."""
+    lines = src.split("\n")
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("__future__", "ansible_collections"):
+            for i in range(node.lineno - 1, getattr(node, "end_lineno", node.lineno)):
+                lines[i] = ""
+    return "\n".join(lines)
+
+
+def probe_source():
+    """The probe program: its parts joined into one source (see _gds/probe.py), ``__future__``
+    first, the part with ``main`` last."""
+    parts = ["from __future__ import annotations"]
+    for module in PROBE_PARTS:
+        parts.append("# ---- %s\n%s" % (module.__name__.rsplit(".", 1)[-1], _without_imports_of_parts(module_source(module))))
+    return "\n".join(parts)
 
 
 def parse_output(stdout):

@@ -15,7 +15,10 @@ Record of one host (``gds-fleet.json`` ``hosts[]``)::
     unavailable | failed | unknown), ready (status ok and the gds gate met: a verified probe, the
     path proven unless the host ran with require_proven=false), reason, reasons, verified, proven, versions{kernel,
     nvidia_driver, nvidia_kernel_module, cuda_driver, nvidia_fs, libcufile, ofed},
-    throughput{write_gbps, read_gbps, size_mb}, gpus, failed_checks[{check, detail}],
+    throughput{write_gbps, read_gbps, size_mb} (the default probe), storage{write_gbps, read_gbps,
+    write_ratio, read_ratio} (the probe file with O_DIRECT into host memory, same run, and probe /
+    storage), tuned{write_gbps, read_gbps, write_plan, read_plan} (the throughput mode, or null),
+    gpus, failed_checks[{check, detail}],
     failure{play, task, role, action, msg} (what stopped the host), recovered, reboot_pending,
     source (where the verdict came from: ``ssh`` - gds_facts on the host - or ``kubernetes`` -
     a gds_node_probe pod on the node), pod (the probe pod, Kubernetes nodes only)
@@ -195,6 +198,34 @@ def ready_for_gds(facts):
     return bool(facts.get("mode")) and gate(facts, "gds", req.get("proven", True) is not False)[0]
 
 
+def storage_and_tuned(throughput):
+    """(storage, tuned) of a record from ``gds.throughput``: the storage's own O_DIRECT GB/s of
+    the probe file and how much of it reaches the GPU (probe / storage), and the throughput
+    mode's figures (None when it did not run or failed)."""
+    throughput = throughput if isinstance(throughput, dict) else {}
+    storage = {"write_gbps": _num(throughput.get("storage_write_gbps")), "read_gbps": _num(throughput.get("storage_read_gbps")),
+               "write_ratio": _num(throughput.get("write_ratio")), "read_ratio": _num(throughput.get("read_ratio"))}
+    tuned = throughput.get("tuned") if isinstance(throughput.get("tuned"), dict) else {}
+    if tuned.get("error") or (tuned.get("write_gbps") is None and tuned.get("read_gbps") is None):
+        return storage, None
+    return storage, {"write_gbps": _num(tuned.get("write_gbps")), "read_gbps": _num(tuned.get("read_gbps")),
+                     "write_plan": tuned.get("write_plan"), "read_plan": tuned.get("read_plan")}
+
+
+def ratio_text(storage):
+    """``0.90 / 0.95`` (write / read probe-to-storage ratio), ``-`` where unknown."""
+    if storage["write_ratio"] is None and storage["read_ratio"] is None:
+        return "-"
+    return " / ".join("-" if v is None else "%.2f" % v for v in (storage["write_ratio"], storage["read_ratio"]))
+
+
+def pair_text(figures):
+    """``3.90 / 6.80`` (write / read GB/s) of a dict with write_gbps and read_gbps, ``-`` for None."""
+    if not figures or (figures["write_gbps"] is None and figures["read_gbps"] is None):
+        return "-"
+    return " / ".join("-" if v is None else "%.2f" % v for v in (figures["write_gbps"], figures["read_gbps"]))
+
+
 def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pending=None):
     """The report record of one host from its gds facts (full or slim), its journal state and
     the reason of a reboot it needs but was not allowed (role gds_reboot)."""
@@ -220,6 +251,7 @@ def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pe
     checks += _fact_checks(facts)
     if reboot_pending:
         checks.append({"check": "reboot", "detail": "pending: %s" % _text(reboot_pending)})
+    storage, tuned = storage_and_tuned(throughput)
     return {
         "host": host,
         "source": "ssh",
@@ -233,6 +265,8 @@ def build_record(host, facts=None, journal=None, journal_enabled=True, reboot_pe
         "versions": dict((k, versions.get(k)) for k in VERSION_KEYS),
         "throughput": {"write_gbps": _num(throughput.get("write_gbps")), "read_gbps": _num(throughput.get("read_gbps")),
                        "size_mb": throughput.get("size_mb")},
+        "storage": storage,
+        "tuned": tuned,
         "gpus": list(facts.get("gpus") or []),
         "failed_checks": checks,
         "failure": dict((k, v) for k, v in (failure or {}).items() if k != "kind") if failure else None,
@@ -334,6 +368,12 @@ def _gbps(value):
     return "-" if value is None else "%.2f" % value
 
 
+_NO_STORAGE = {"write_ratio": None, "read_ratio": None}
+RATIO_NOTE = ("GPU/storage: the probe's GB/s over the storage's own O_DIRECT GB/s (the same file into host "
+              "memory, same run, best of 2). Below 1: the GPU data path loses that share of the storage's speed; "
+              "1 or above: the storage is the limit (the GPU path kept up with, or outran, one O_DIRECT stream).")
+
+
 def render_markdown(report):
     """A Markdown table (GitHub/GitLab/Jira-friendly) to paste into a ticket."""
     s = report["summary"]
@@ -346,8 +386,9 @@ def render_markdown(report):
             s["hosts"], s["gds_ready"], modes or "none", statuses or "none",
             " Generated %s." % report["generated"] if report.get("generated") else ""),
         "",
-        "| host | source | status | mode | write GB/s | read GB/s | driver | nvidia_fs | libcufile | MOFED | reason |",
-        "| --- | --- | --- | --- | ---: | ---: | --- | --- | --- | --- | --- |",
+        "| host | source | status | mode | write GB/s | read GB/s | storage GB/s w / r | GPU/storage w / r "
+        "| throughput mode GB/s w / r | driver | nvidia_fs | libcufile | MOFED | reason |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- |",
     ]
     for r in report["hosts"]:
         v = r["versions"]
@@ -357,6 +398,9 @@ def render_markdown(report):
         reason = "" if r["mode"] == "gds" and r["status"] == "ok" else r["reason"]
         lines.append("| %s |" % " | ".join(_md_cell(c) for c in (
             r["host"], r.get("source", "ssh"), r["status"], r["mode"], _gbps(r["throughput"]["write_gbps"]),
-            _gbps(r["throughput"]["read_gbps"]), driver, v.get("nvidia_fs"), v.get("libcufile"), v.get("ofed"),
+            _gbps(r["throughput"]["read_gbps"]), pair_text(r.get("storage")), ratio_text(r.get("storage") or _NO_STORAGE),
+            pair_text(r.get("tuned")), driver, v.get("nvidia_fs"), v.get("libcufile"), v.get("ofed"),
             reason)))
+    if any((r.get("storage") or _NO_STORAGE)["read_ratio"] is not None for r in report["hosts"]):
+        lines += ["", RATIO_NOTE]
     return "\n".join(lines) + "\n"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import html
 
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet
+
 MODE_COLORS = {"gds": "#1a7f37", "p2pdma": "#0969da", "compat": "#9a6700", "unavailable": "#6e7781",
                "failed": "#cf222e", "unknown": "#8250df"}
 STATUS_COLORS = {"ok": "#1a7f37", "failed": "#cf222e", "unreachable": "#a40e26", "unknown": "#6e7781"}
@@ -23,7 +25,9 @@ READ_COLOR = "#1a7f37"
 REASON_CHARS = 240
 COLUMNS = (  # key, header, sort type
     ("host", "Host", "text"), ("source", "Source", "text"), ("status", "Status", "text"), ("mode", "Mode", "num"),
-    ("write", "Write GB/s", "num"), ("read", "Read GB/s", "num"), ("driver", "Driver", "text"),
+    ("write", "Write GB/s", "num"), ("read", "Read GB/s", "num"),
+    ("storage_ratio", "GPU/storage w / r", "num"), ("tuned", "Throughput mode GB/s w / r", "num"),
+    ("driver", "Driver", "text"),
     ("nvidia_fs", "nvidia_fs", "text"), ("libcufile", "libcufile", "text"), ("ofed", "MOFED", "text"),
     ("gpus", "GPUs", "num"), ("reason", "Reason", "text"),
 )
@@ -98,6 +102,25 @@ def _short(text, limit=REASON_CHARS):
     return '<span title="%s">%s&hellip;</span>' % (_e(text), _e(text[:limit].rstrip()))
 
 
+def _storage_cell(storage):
+    """probe / storage ratios (sorted by the read ratio), the storage's GB/s in the tooltip."""
+    storage = storage or {"write_gbps": None, "read_gbps": None, "write_ratio": None, "read_ratio": None}
+    shown = _e(fleet.ratio_text(storage))
+    if storage["write_gbps"] is not None or storage["read_gbps"] is not None:
+        shown = '<span title="storage (O_DIRECT into host memory, same file, same run): %s GB/s write / read. %s">%s</span>' % (
+            _e(fleet.pair_text(storage)), _e(fleet.RATIO_NOTE), shown)
+    return ("storage_ratio", "" if storage["read_ratio"] is None else storage["read_ratio"], shown, "num")
+
+
+def _tuned_cell(tuned):
+    """The throughput mode's GB/s (sorted by read), its plans in the tooltip."""
+    if not tuned:
+        return ("tuned", "", "-", "num")
+    shown = '<span title="plans: write %s, read %s">%s</span>' % (
+        _e(tuned.get("write_plan")), _e(tuned.get("read_plan")), _e(fleet.pair_text(tuned)))
+    return ("tuned", "" if tuned["read_gbps"] is None else tuned["read_gbps"], shown, "num")
+
+
 def _row(rec):
     v = rec["versions"]
     t = rec["throughput"]
@@ -110,6 +133,8 @@ def _row(rec):
         ("mode", MODE_RANK.get(rec["mode"], 0), _badge(rec["mode"], MODE_COLORS.get(rec["mode"], "#6e7781")), ""),
         ("write", "" if t["write_gbps"] is None else t["write_gbps"], _gbps(t["write_gbps"]), "num"),
         ("read", "" if t["read_gbps"] is None else t["read_gbps"], _gbps(t["read_gbps"]), "num"),
+        _storage_cell(rec.get("storage")),
+        _tuned_cell(rec.get("tuned")),
         ("driver", _driver(v) or "", _e(_driver(v) or "-"), ""),
         ("nvidia_fs", v.get("nvidia_fs") or "", _e(v.get("nvidia_fs") or "-"), ""),
         ("libcufile", v.get("libcufile") or "", _e(v.get("libcufile") or "-"), ""),

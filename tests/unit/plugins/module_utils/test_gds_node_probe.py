@@ -57,7 +57,8 @@ def test_runtime_class_mode_requests_no_gpu_and_sees_all():
 def test_configmap_carries_the_collection_probe_and_gather():
     cm = np.configmap("cm", "ns", "r1", params(probe_path=["/data"], probe_size_mb=16))
     data = cm["data"]
-    for name in ("_gds.probe", "_gds.probe_child", "_flows.gds_facts", "_gds.verdict", "_gds.collectors",
+    for name in ("_gds.probe", "_gds.probe_child", "_gds.probe_io", "_gds.probe_lib", "_gds.probe_nvml", "_gds.probe_tune",
+                 "_flows.gds_facts", "_gds.verdict", "_gds.collectors",
                  "_common.hostpaths", "_common.runner"):
         assert "mu.%s.py" % name in data
     assert json.loads(data["params.json"])["probe_path"] == ["/data"]

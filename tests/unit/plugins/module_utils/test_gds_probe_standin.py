@@ -145,14 +145,28 @@ def test_p2pdma(tmp_path, libs):
 def test_probe_source_is_the_module_file(monkeypatch):
     with open(child._gds_probe.__file__) as f:
         text = f.read()
-    assert child.probe_source() == text
+    assert child.module_source(child._gds_probe) == text
 
     class BytesLoader(object):  # what Ansible's collection loader returns
         def get_source(self, name):
             return text.encode("utf-8")
 
     monkeypatch.setattr(child._gds_probe, "__loader__", BytesLoader())
-    assert child.probe_source() == text
+    assert child.module_source(child._gds_probe) == text
+    assert "class Probe(Transfers):" in child.probe_source()  # the joined program takes it from the loader too
+
+
+def test_probe_program_is_its_parts_joined_without_their_imports():
+    src = child.probe_source()
+    assert src.startswith("from __future__ import annotations\n")
+    lines = src.splitlines()
+    assert [ln for ln in lines if ln.startswith("from __future__")] == ["from __future__ import annotations"]
+    assert not [ln for ln in lines if ln.lstrip().startswith(("from ansible_collections", "import ansible_collections"))]
+    for part in child.PROBE_PARTS:
+        assert "# ---- %s\n" % part.__name__.rsplit(".", 1)[-1] in src
+    assert src.rstrip().endswith("main(sys.argv[1:])")  # probe.py (main) is the last part
+    compile(src, "<probe>", "exec")
+    assert len(src.encode("utf-8")) < 100 * 1024  # one argv string may hold 128 KiB
 
 
 def test_parse_output_without_result():
@@ -172,3 +186,52 @@ def test_no_libnvidia_ml_on_the_path_spawns_no_child_and_says_why(tmp_path, libs
     assert facts["nvidia"]["nvml_ok"] is False
     assert facts["nvidia"]["nvml_error"] == "libnvidia-ml.so.1 not found in the library path"
     assert facts["probe"]["ran"] is False
+
+
+def test_storage_speed_and_ratio_of_the_same_file_in_the_same_run(tmp_path, libs):
+    facts, probe_dir = run(tmp_path, libs, probe_threads=0)
+    path = facts["probe"]["paths"][0]
+    assert path["host_direct"]["write_gbps"] > 0 and path["host_direct"]["read_gbps"] > 0
+    assert path["host_direct"]["read_plan"] == "1 call"  # as the probe split it (16 MiB pieces)
+    assert path["storage_ratio"]["write"] == round(path["write_gbps"] / path["host_direct"]["write_gbps"], 3)
+    t = facts["throughput"]
+    assert t["storage_read_gbps"] == path["host_direct"]["read_gbps"] and t["read_ratio"] == path["storage_ratio"]["read"]
+    assert t["tuned"] is None and "tuned" not in path  # the throughput mode is opt-in
+    assert os.listdir(str(probe_dir)) == []
+
+
+def test_throughput_mode_measures_the_plans_and_verifies_the_chosen_one(tmp_path, libs):
+    facts, probe_dir = run(tmp_path, libs, probe_throughput=True, probe_threads=0)
+    assert facts["mode"] == "compat" and facts["verified"] is True
+    tuned = facts["probe"]["paths"][0]["tuned"]
+    assert tuned.get("error") is None, tuned.get("error")
+    labels = [c["label"] for c in tuned["candidates"]]
+    assert labels[0] == "1 call" and all(c.get("write_gbps") and c.get("read_gbps") for c in tuned["candidates"])
+    assert tuned["write_label"] in labels and tuned["read_label"] in labels
+    assert len(tuned["read_runs"]) == 3 and tuned["read_gbps"] == sorted(tuned["read_runs"])[1]
+    assert tuned["verify"] == {"ok": True, "verified_bytes": 8 << 20}
+    summary = facts["throughput"]["tuned"]
+    assert summary["verified"] is True and summary["read_plan"] == tuned["read_label"]
+    assert summary["storage_read_gbps"] == tuned["host_direct"]["read_gbps"]
+    assert facts["probe"]["throughput_mode"] is True and os.listdir(str(probe_dir)) == []
+
+
+def test_throughput_mode_every_plan_of_a_16_cpu_host(tmp_path, libs):
+    """The whole grid (threads up to 16, per-thread handles, unregistered buffers) through the
+    child, as on the H100 host (the ``cpus`` argument stands in for its 16 cores)."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_io
+    probe_dir = tmp_path / "data"
+    probe_dir.mkdir()
+    env = dict(os.environ, LD_LIBRARY_PATH=libs)
+    env.pop("GDS_STANDIN_CUFILE", None)
+    args = {"cuda_lib": os.path.join(libs, "libcuda.so.1"), "cufile_lib": os.path.join(libs, "libcufile.so.0"),
+            "probe": True, "paths": [str(probe_dir)], "size": 32 << 20, "threads": 0, "chunk": 16 << 20,
+            "timeout": 60, "throughput": True, "cpus": 16}
+    out = child.run_child(Runner(standin.SubprocessModule(env)), args, str(tmp_path), python=sys.executable)
+    entry = out["result"]["probe"]["paths"][0]
+    tuned = entry["tuned"]
+    assert tuned.get("error") is None, tuned.get("error")
+    assert [c["plan"] for c in tuned["candidates"]] == probe_io.candidate_plans(32 << 20, 16)
+    assert not [c for c in tuned["candidates"] if c.get("error")]
+    assert [len(tuned[d + "_finalists"]) for d in ("write", "read")] == [2, 2]
+    assert tuned["verify"]["ok"] is True and entry["removed"] is True and os.listdir(str(probe_dir)) == []

@@ -240,7 +240,8 @@ def test_markdown_table_one_row_per_host_with_reasons_for_non_gds_only():
     md = fr.render_markdown(report)
     rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith(("| host", "| ---"))]
     assert [r.split(" | ")[0][2:] for r in rows] == [r["host"] for r in report["hosts"]]
-    assert rows[0] == "| gds-10 | ssh | ok | gds | 12.35 | 18.20 | 580.95.05 (open) | 2.26.6 | 1.15.1 | 25.10-1.7.1 | - |" \
+    # storage, GPU/storage and throughput-mode cells are "-": these facts predate them (issue 21)
+    assert rows[0] == "| gds-10 | ssh | ok | gds | 12.35 | 18.20 | - | - | - | 580.95.05 (open) | 2.26.6 | 1.15.1 | 25.10-1.7.1 | - |" \
         .replace("580.95.05", "580.159.04")
     assert "unreachable during Gather GDS facts" in rows[-1]
     assert "5 hosts, 1 ready for GDS. Modes: gds 1, compat 2, unavailable 1, unknown 1." in md
@@ -460,3 +461,47 @@ def test_fallback_report_of_a_run_that_ended_before_its_report_play():
     assert by_host["gpu-3"]["reason"].startswith("not reached") and by_host["gpu-3"]["status"] == "unknown"
     assert report["run"] == {"playbooks": ["site.yml"], "journal": True, "writer": "callback fallback"}
     assert report["generated"] == "2026-01-01T00:00:00Z" and "ended before its report play" in report["title"]
+
+
+# -- issue 21: the storage's speed, how much of it reaches the GPU, the throughput mode ------------
+THROUGHPUT_21 = {"write_gbps": 3.504, "read_gbps": 5.341, "size_mb": 256, "storage_write_gbps": 3.9,
+                 "storage_read_gbps": 5.62, "write_ratio": 0.898, "read_ratio": 0.95,
+                 "tuned": {"write_gbps": 3.81, "read_gbps": 6.93, "write_plan": "4x 4 MiB", "read_plan": "8x 4 MiB",
+                           "storage_write_gbps": 4.0, "storage_read_gbps": 7.1, "write_ratio": 0.953,
+                           "read_ratio": 0.976, "verified": True, "error": None}}
+
+
+def test_record_carries_the_storage_ratio_and_the_throughput_mode():
+    rec = fr.build_record("h", dict(CAPTURED_COMPAT_FACTS, throughput=THROUGHPUT_21))
+    assert rec["throughput"] == {"write_gbps": 3.5, "read_gbps": 5.34, "size_mb": 256}  # the default probe
+    assert rec["storage"] == {"write_gbps": 3.9, "read_gbps": 5.62, "write_ratio": 0.9, "read_ratio": 0.95}
+    assert rec["tuned"] == {"write_gbps": 3.81, "read_gbps": 6.93, "write_plan": "4x 4 MiB", "read_plan": "8x 4 MiB"}
+    slim = fr.slim_facts(dict(CAPTURED_COMPAT_FACTS, throughput=THROUGHPUT_21))
+    assert fr.build_record("h", slim) == rec  # the run journal keeps what the record needs
+
+
+def test_record_without_storage_figures_or_with_a_failed_throughput_mode():
+    rec = fr.build_record("h", CAPTURED_COMPAT_FACTS)
+    assert rec["storage"] == {"write_gbps": None, "read_gbps": None, "write_ratio": None, "read_ratio": None}
+    assert rec["tuned"] is None
+    failed = dict(THROUGHPUT_21, tuned=dict(THROUGHPUT_21["tuned"], error={"step": "tune", "message": "x"}))
+    assert fr.build_record("h", dict(CAPTURED_COMPAT_FACTS, throughput=failed))["tuned"] is None
+    assert fr.ratio_text(rec["storage"]) == "-" and fr.pair_text(None) == "-"
+    assert fr.ratio_text({"write_ratio": 0.9, "read_ratio": None}) == "0.90 / -"
+
+
+def test_markdown_and_html_show_the_storage_ratio_and_the_throughput_mode():
+    rec = fr.build_record("tput-1", dict(CAPTURED_COMPAT_FACTS, throughput=THROUGHPUT_21))
+    report = fr.build_report([rec])
+    md = fr.render_markdown(report)
+    assert "| storage GB/s w / r | GPU/storage w / r | throughput mode GB/s w / r |" in md
+    row = [line for line in md.splitlines() if line.startswith("| tput-1 |")][0]
+    assert "| 3.50 | 5.34 | 3.90 / 5.62 | 0.90 / 0.95 | 3.81 / 6.93 |" in row
+    assert md.rstrip().endswith(fr.RATIO_NOTE) and "1 or above: the storage is the limit" in fr.RATIO_NOTE
+    assert fr.RATIO_NOTE not in fr.render_markdown(fr.build_report([fr.build_record("old", CAPTURED_COMPAT_FACTS)]))
+    text = frh.render_html(report)
+    assert '<th data-key="storage_ratio" data-type="num" scope="col">GPU/storage w / r</th>' in text
+    assert 'data-key="storage_ratio" data-v="0.95"' in text and "3.90 / 5.62 GB/s write / read" in text
+    assert 'data-key="tuned" data-v="6.93"' in text and 'title="plans: write 4x 4 MiB, read 8x 4 MiB"' in text
+    page = parse_page(report)
+    assert [r["data-host"] for r in page.rows] == ["tput-1"]

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The cuFile probe child's protocol and ctypes layouts (libcuda, libcufile). PRIVATE.
+
+Part of the probe PROGRAM: ``_gds/probe_child.probe_source`` concatenates probe_nvml,
+probe_io, probe_lib, probe_tune and probe into the one source the child runs (``python -c``),
+dropping their ``from __future__`` and collection import lines. So: standard library only, no
+relative imports, and names that do not clash with the other parts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+SENTINEL = "@@GDS_PROBE@@"
+PROTOCOL = 1
+BLOCK = 1 << 20
+HEADER = 16
+WARMUP = 1 << 20  # bytes of the untimed first write and read (see Probe.warm_up)
+
+
+def emit(kind, payload):
+    # The leading newline ends any line libcufile left unterminated on the same stdout.
+    data = ("\n%s %s %s\n" % (SENTINEL, kind, payload)).encode("utf-8", "replace")
+    while data:
+        n = os.write(1, data)
+        data = data[n:]
+
+
+def unbuffer_c_stdout():
+    """libcufile prints with C stdio; make stdout unbuffered so nothing is lost on abort()."""
+    try:
+        libc = ctypes.CDLL(None)
+        stream = ctypes.c_void_p.in_dll(libc, "stdout")
+        libc.setvbuf.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t]
+        libc.setvbuf(stream, None, 2, 0)  # _IONBF
+        return libc
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+class StepError(Exception):
+    """A probe step failed; ``info`` is the JSON-able description."""
+
+    def __init__(self, info):
+        super(StepError, self).__init__(info.get("step"))
+        self.info = info
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA driver API + cuFile through ctypes
+
+class _CUfileError(ctypes.Structure):
+    _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
+
+
+class _DescrHandle(ctypes.Union):
+    _fields_ = [("fd", ctypes.c_int), ("handle", ctypes.c_void_p)]
+
+
+class _CUfileDescr(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("handle", _DescrHandle), ("fs_ops", ctypes.c_void_p)]
+
+
+class _NvfsProps(ctypes.Structure):
+    _fields_ = [("major_version", ctypes.c_uint), ("minor_version", ctypes.c_uint),
+                ("poll_thresh_size", ctypes.c_size_t), ("max_direct_io_size", ctypes.c_size_t),
+                ("dstatusflags", ctypes.c_uint), ("dcontrolflags", ctypes.c_uint)]
+
+
+class _DrvProps(ctypes.Structure):
+    _fields_ = [("nvfs", _NvfsProps), ("fflags", ctypes.c_uint), ("max_device_cache_size", ctypes.c_uint),
+                ("per_buffer_cache_size", ctypes.c_uint), ("max_device_pinned_mem_size", ctypes.c_uint),
+                ("max_batch_io_size", ctypes.c_uint), ("max_batch_io_timeout_msecs", ctypes.c_uint)]
+
+
+# CUFileBoolConfigParameter_t values read back after cuFileDriverOpen (the effective config:
+# cufile.json overlaid with the CUFILE_* environment).
+BOOL_PARAMS = {"allow_compat_mode": 1, "force_compat_mode": 2, "parallel_io": 4, "use_pci_p2pdma": 7}
+CU_FILE_HANDLE_TYPE_OPAQUE_FD = 1
