@@ -71,7 +71,7 @@ if [ "${GDS_TPUT_FACTS:-1}" != 0 ]; then
   echo "gds_facts rc=$?"
   PYTHONPATH=$W/coll${PYTHONPATH:+:$PYTHONPATH} python3 - "$W/facts.txt" "$OUT/facts-throughput.json" <<'PY' | tee -a "$OUT/summary.txt"
 import json, re, sys
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet, markdown
 text = open(sys.argv[1]).read()
 m = re.search(r"=> (\{.*\})\s*$", text.strip().splitlines()[-1] if text.strip() else "")
 if not m:
@@ -88,7 +88,7 @@ for row in (entry.get("tuned") or {}).get("candidates") or []:
                                                     json.dumps(row["error"]) if row.get("error") else ""))
 records = fleet.build_records(["localhost"], {"localhost": gds}, journal_enabled=False)
 print("\nfleet report (Markdown) of this host:\n")
-print(fleet.render_markdown(fleet.build_report(records, generated="throughput-run")))
+print(markdown.render_markdown(fleet.build_report(records, generated="throughput-run")))
 PY
 fi
 

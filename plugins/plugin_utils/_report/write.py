@@ -17,6 +17,7 @@ import os
 import tempfile
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import markdown
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.html import render_html
 
 FILES = {"json": "gds-fleet.json", "md": "gds-fleet.md", "html": "gds-fleet.html"}
@@ -53,7 +54,7 @@ def render_all(report, formats=FORMATS):
     """{format: text}; the JSON document is always part of it (it decides ``changed``)."""
     out = {"json": fr.to_json(report)}
     if "md" in formats:
-        out["md"] = fr.render_markdown(report)
+        out["md"] = markdown.render_markdown(report)
     if "html" in formats:
         out["html"] = render_html(report)
     return out

@@ -20,6 +20,7 @@ from html.parser import HTMLParser
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import markdown
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import html as frh
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import write as frw
 
@@ -237,7 +238,7 @@ def test_same_report_ignores_generation_time_and_run():
 def test_markdown_table_one_row_per_host_with_reasons_for_non_gds_only():
     report = fleet_report()
     report["hosts"][0]["reason"] = "a | pipe"  # gds host: its reason is not shown
-    md = fr.render_markdown(report)
+    md = markdown.render_markdown(report)
     rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith(("| host", "| ---"))]
     assert [r.split(" | ")[0][2:] for r in rows] == [r["host"] for r in report["hosts"]]
     # storage, GPU/storage and throughput-mode cells are "-": these facts predate them (issue 21)
@@ -249,7 +250,7 @@ def test_markdown_table_one_row_per_host_with_reasons_for_non_gds_only():
 
 def test_markdown_escapes_table_syntax():
     rec = fr.build_record("h|1", None, {"status": "failed", "failure": {"task": "t", "msg": "a|b <x>", "kind": "failed"}})
-    md = fr.render_markdown(fr.build_report([rec]))
+    md = markdown.render_markdown(fr.build_report([rec]))
     assert "| h\\|1 |" in md and "a\\|b &lt;x>" in md
 
 
@@ -409,7 +410,7 @@ def test_k8s_nodes_sit_next_to_ssh_hosts_with_their_source():
     failed = records[2]
     assert failed["status"] == "failed" and failed["mode"] == "failed"
     assert "Insufficient nvidia.com/gpu" in failed["reason"]
-    md = fr.render_markdown(fr.build_report(records))
+    md = markdown.render_markdown(fr.build_report(records))
     assert "| gpu-b | kubernetes | failed | failed |" in md and "| gpu-a | ssh | ok | compat |" in md
 
 
@@ -493,12 +494,12 @@ def test_record_without_storage_figures_or_with_a_failed_throughput_mode():
 def test_markdown_and_html_show_the_storage_ratio_and_the_throughput_mode():
     rec = fr.build_record("tput-1", dict(CAPTURED_COMPAT_FACTS, throughput=THROUGHPUT_21))
     report = fr.build_report([rec])
-    md = fr.render_markdown(report)
+    md = markdown.render_markdown(report)
     assert "| storage GB/s w / r | GPU/storage w / r | throughput mode GB/s w / r |" in md
     row = [line for line in md.splitlines() if line.startswith("| tput-1 |")][0]
     assert "| 3.50 | 5.34 | 3.90 / 5.62 | 0.90 / 0.95 | 3.81 / 6.93 |" in row
     assert md.rstrip().endswith(fr.RATIO_NOTE) and "1 or above: the storage is the limit" in fr.RATIO_NOTE
-    assert fr.RATIO_NOTE not in fr.render_markdown(fr.build_report([fr.build_record("old", CAPTURED_COMPAT_FACTS)]))
+    assert fr.RATIO_NOTE not in markdown.render_markdown(fr.build_report([fr.build_record("old", CAPTURED_COMPAT_FACTS)]))
     text = frh.render_html(report)
     assert '<th data-key="storage_ratio" data-type="num" scope="col">GPU/storage w / r</th>' in text
     assert 'data-key="storage_ratio" data-v="0.95"' in text and "3.90 / 5.62 GB/s write / read" in text
