@@ -7,7 +7,6 @@ fail_json, run_command): used by the mofed module and, in check mode, by gds_pla
 from __future__ import annotations
 
 import copy
-import os
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
@@ -36,19 +35,7 @@ def ofed_info(runner):
 
 
 def repo_change(module, paths, backend):
-    repo = module.params["repo"]
-    if not repo:
-        return None
-    if backend.family == "apt":
-        fname, text = repos.render_apt_source(repo, "gpudirect-ofed")
-        path = os.path.join(paths.apt_sources_d, fname)
-    else:
-        fname, text = repos.render_dnf_repo(repo, "gpudirect-ofed")
-        path = os.path.join(paths.yum_repos_d, fname)
-    ch = managed_file.plan_file(path, text)
-    if ch["action"] == "none":
-        return None
-    problems = guard.repo_problems(repo, paths, backend.family, backend.runner)
+    ch, problems = guard.planned_repo_file(module.params["repo"], "gpudirect-ofed", paths, backend.family, backend.runner)
     if problems:  # checked before written: a repository that cannot work breaks every apt-get update
         raise pk.PackageError("; ".join(problems) + ". Nothing was written, nothing was changed.")
     return ch

@@ -20,7 +20,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import k
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import select_version, version_matches
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import select_version, split_spec
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
@@ -29,20 +29,6 @@ MODULE = "nvidia-fs"          # DKMS module / package stem / file names
 KMOD = "nvidia_fs"            # kernel spelling
 NVFS_PACKAGES = ("nvidia-fs-dkms", "nvidia-fs")
 MOK_DROPIN = "gpudirect-nvidia-fs.conf"
-
-
-def dkms_version_for(entries, pkg_version):
-    """DKMS version of nvidia-fs that belongs to the package version ``2.28.2-1``."""
-    versions = sorted(set(e["version"] for e in entries if e["module"] == MODULE))
-    for v in versions:
-        if pkg_version and (pkg_version == v or version_matches(pkg_version, v)):
-            return v
-    return versions[0] if len(versions) == 1 else None
-
-
-def split_spec(spec):
-    name, _sep, ver = spec.partition("=")
-    return name.strip(), (ver.strip() or None)
 
 
 class NvidiaFs(object):
@@ -242,21 +228,12 @@ class NvidiaFs(object):
 
     def repo(self, lock_first=False):
         """Write the repository file (and refresh metadata). Returns the change or None."""
-        repo = self.p["repo"]
-        if not repo:
-            return None
-        if self.backend.family == "apt":
-            fname, text = repos.render_apt_source(repo, "gpudirect-cuda")
-            path = os.path.join(self.paths.apt_sources_d, fname)
-        else:
-            fname, text = repos.render_dnf_repo(repo, "gpudirect-cuda")
-            path = os.path.join(self.paths.yum_repos_d, fname)
-        ch = managed_file.plan_file(path, text)
-        if ch["action"] == "none":
-            return None
-        problems = guard.repo_problems(repo, self.paths, self.backend.family, self.runner)
+        ch, problems = guard.planned_repo_file(self.p["repo"], "gpudirect-cuda", self.paths, self.backend.family,
+                                               self.runner)
         if problems:  # checked before written: a repository that cannot work breaks every apt-get update
             raise nvfs.PreflightError([{"check": "repository", "msg": m} for m in problems])
+        if not ch:
+            return None
         if lock_first and not self.check:
             self.wait_lock()
         write = guard.RepoWrite(self.m, self.paths, self.backend, ch, self.r)
@@ -300,7 +277,7 @@ class NvidiaFs(object):
         entries = kmod.dkms_status(self.runner, self.paths, MODULE)
         if entries is None:
             raise pk.PackageError("dkms is not installed; nvidia-fs-dkms needs it")
-        dver = dkms_version_for(entries, target)
+        dver = nvfs.dkms_version_for(entries, target)
         if not dver:
             raise pk.PackageError("DKMS does not know nvidia-fs %s (dkms status -m %s: %s)"
                                   % (target, MODULE, entries or "empty"))
@@ -328,7 +305,7 @@ class NvidiaFs(object):
         want_ver = None
         entries = kmod.dkms_status(self.runner, self.paths, MODULE) or []
         if entries:
-            want_ver = dkms_version_for(entries, self.r.get("nvidia_fs_version"))
+            want_ver = nvfs.dkms_version_for(entries, self.r.get("nvidia_fs_version"))
         if not st["loaded"]:
             self.runner.run(kmod.modprobe_argv(KMOD, params), mutates=True)
             self.act(" ".join(kmod.modprobe_argv(KMOD, params)))

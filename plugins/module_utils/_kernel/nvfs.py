@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import compare_versions, select_version
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import compare_versions, select_version, version_matches
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import secure_boot_state
 
@@ -199,3 +199,12 @@ def mtime(path, ctime=False):
     except OSError:
         return None
     return st.st_ctime if ctime else st.st_mtime
+
+
+def dkms_version_for(entries, pkg_version, module="nvidia-fs"):
+    """DKMS version of nvidia-fs that belongs to the package version ``2.28.2-1``."""
+    versions = sorted(set(e["version"] for e in entries if e["module"] == module))
+    for v in versions:
+        if pkg_version and (pkg_version == v or version_matches(pkg_version, v)):
+            return v
+    return versions[0] if len(versions) == 1 else None

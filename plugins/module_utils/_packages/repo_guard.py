@@ -25,6 +25,7 @@ from urllib import parse as urlparse
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 
 KEY_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 _ARMORED = re.compile(r"-----BEGIN PGP PUBLIC KEY BLOCK-----\n(?:[A-Za-z0-9+/=:.,_ ()-]*\n)*"
@@ -110,6 +111,24 @@ def repo_problems(repo, paths, family, runner=None, check_url=url_problem):
         if problem:
             out.append("repo.url: %s; set it to a mirror the host reaches" % problem)
     return out
+
+
+def planned_repo_file(repo, stem, paths, family, runner=None):
+    """The change of the repository file ``<stem>`` that the ``repo`` option asks for, and why
+    it cannot work: ``(None, [])`` when there is nothing to write (no option, file as wanted),
+    else ``(change, problems)`` - a stage writes the change only when ``problems`` is empty."""
+    if not repo:
+        return None, []
+    if family == "apt":
+        fname, text = repos.render_apt_source(repo, stem)
+        path = os.path.join(paths.apt_sources_d, fname)
+    else:
+        fname, text = repos.render_dnf_repo(repo, stem)
+        path = os.path.join(paths.yum_repos_d, fname)
+    change = managed_file.plan_file(path, text)
+    if change["action"] == "none":
+        return None, []
+    return change, repo_problems(repo, paths, family, runner)
 
 
 class ListsSnapshot(object):

@@ -80,3 +80,9 @@ def select_version(available, wanted):
         if best is None or compare_versions(v, best) > 0:
             best = v
     return best
+
+
+def split_spec(spec):
+    """``("name", "1.2-1")`` of the package spec ``name=1.2-1`` (``("name", None)`` without a version)."""
+    name, _sep, ver = spec.partition("=")
+    return name.strip(), (ver.strip() or None)
