@@ -238,8 +238,9 @@ options:
     type: str
 notes:
   - Why not M(kubernetes.core.helm) - without the helm-diff plugin its C(changed) (C(default_check)) ignores
-    C(set_values), its C(reset_values) defaults to true (a run drops values set outside the task), and it treats
-    failed releases as absent; it supports helm 4 since kubernetes.core 6.4. See C(docs/gpu_operator.md).
+    C(set_values), it treats failed releases as absent, and helm's C(--wait) is no GDS readiness signal. It
+    supports helm 4 since kubernetes.core 6.4, and its C(reset_values) still defaults to true (like this module's
+    C(--reset-values)). See C(docs/gpu_operator.md).
   - Runs with its action plugin, which finds O(kubeconfig) and O(values_files) on the controller (decrypting vault
     files) and sends them to the host running the module for the run, as kubernetes.core's actions do.
   - C(changed) compares user-supplied values, not rendered manifests. A chart whose content changes without a new
