@@ -1,8 +1,11 @@
-#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Write roles/<role>/README.md from the role's own meta/argument_specs.yml and meta/main.yml
 (Galaxy refuses a collection whose roles have no README). The options themselves stay in the
 argument spec: `ansible-doc -t role gpudirect.storage.<role>` and the docs site (`make docs`)
-show them. `--check` exits 1 when a README differs from what the spec says."""
+show them. Run: `.venv/bin/python tests/utils/role-readmes.py` after editing a role's argument spec or
+platforms; `--check` exits 1 when a README differs from what they say."""
 
 import os
 import re

@@ -62,5 +62,5 @@ def test_antsibull_changelog_lint_is_clean():
     tool = shutil.which("antsibull-changelog", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     if tool is None:
         pytest.skip("antsibull-changelog is not installed (requirements/controller.in has it)")
-    proc = subprocess.run([tool, "lint"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([tool, "lint"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr

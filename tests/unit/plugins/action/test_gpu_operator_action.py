@@ -101,8 +101,8 @@ def test_files_from_role_files_arrive_decrypted_and_are_removed(tmp_path, role_f
     assert seen["name"] == "gpudirect.storage.gpu_operator"
     assert all(p.startswith(conn.remote_root) for p in [args["kubeconfig"]] + args["values_files"])
     assert seen["files"][args["kubeconfig"]] == KUBECONFIG  # decrypted on the controller, sent as plain text
-    assert [seen["files"][p] for p in args["values_files"]] == ["gds:\n  version: 2.29.4\n",
-                                                               "driver:\n  version: '580'\n"]
+    values = [seen["files"][p] for p in args["values_files"]]
+    assert values == ["gds:\n  version: 2.29.4\n", "driver:\n  version: '580'\n"]
     assert sorted(conn.put) == sorted([args["kubeconfig"]] + args["values_files"])
     assert os.listdir(conn.remote_root) == []  # the remote temporary directory went with the run
     plugin._fixup_perms2.assert_called()
