@@ -119,3 +119,65 @@ lock:
 clean:
 	-$(LAB) down --all
 	rm -rf build tests/output reports
+
+# --- Ecosystem checks (issue 22): Execution Environment, Galaxy import, docs site -------------
+# Their tools live in their own virtualenv: galaxy-importer pins its own ansible-core and
+# ansible-lint, which must not replace .venv's. CI runs `make eco` after `make test`.
+ECO_VENV ?= .venv-eco
+ECO := $(CURDIR)/$(ECO_VENV)/bin
+VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+TARBALL := build/gpudirect-storage-$(VERSION).tar.gz
+ECO_COLLECTIONS := $(CURDIR)/build/collections
+
+.PHONY: eco eco-venv eco-lock ee galaxy-import docs docs-lint
+
+$(ECO)/.stamp: requirements/eco.txt
+	$(PYTHON) -m venv $(ECO_VENV)
+	$(ECO)/pip install -q --upgrade pip
+	$(ECO)/pip install -q -r requirements/eco.txt
+	touch $@
+
+eco-venv: $(ECO)/.stamp
+
+eco-lock:
+	$(PYTHON) -m venv build/ecolockvenv
+	build/ecolockvenv/bin/pip install -q -r requirements/eco.in
+	{ echo "# Pinned ecosystem tools (Python 3.11). Generated from eco.in by \`make eco-lock\`."; \
+	  build/ecolockvenv/bin/pip freeze; } > requirements/eco.txt
+
+eco: ee galaxy-import docs
+
+# The EE's build context in build/ee (no image: `podman build build/ee` does that), after
+# checking what ansible-builder reads from the installed collection (meta/execution-environment.yml).
+ee: eco-venv build
+	rm -rf build/ee build/ee-introspect
+	$(BIN)/ansible-galaxy collection install --force -p build/ee-introspect $(TARBALL) >/dev/null
+	$(ECO)/ansible-builder introspect build/ee-introspect | tee build/ee-introspect.txt
+	for req in jsonschema kubernetes openssh-client; do grep -q "$$req.*from collection gpudirect.storage" build/ee-introspect.txt \
+	  || { echo "ee: ansible-builder does not see $$req in the collection's EE metadata"; exit 1; }; done
+	$(ECO)/ansible-builder create -f ee/execution-environment.yml -c build/ee
+	grep -q 'install -m 0755 /tmp/linux-amd64/helm' build/ee/Dockerfile
+	@echo "ee: build context in build/ee (ansible-builder create), helm from its release tarball"
+
+# The checks Galaxy runs at upload (galaxy-importer: ansible-doc of every plugin, ansible-lint,
+# role READMEs, changelog, ...) on the tarball of `make build`; a failed check exits non-zero.
+galaxy-import: eco-venv build
+	rm -rf build/galaxy-importer && mkdir -p build/galaxy-importer
+	cd build/galaxy-importer && PATH=$(ECO):$$PATH GALAXY_IMPORTER_TMP_ROOT_DIR=$(CURDIR)/build/galaxy-importer \
+	  $(ECO)/python -m galaxy_importer.main $(CURDIR)/$(TARBALL) 2>&1 | tee $(CURDIR)/build/galaxy-importer.log
+	grep -q '^Importer processing completed successfully' build/galaxy-importer.log
+
+docs-lint: eco-venv collection-link
+	cd $(COLLECTION_LINK) && ANSIBLE_COLLECTIONS_PATH=$(ECO_COLLECTIONS) \
+	  $(ECO)/antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs=all .
+
+# The docs site (build/docs/build/html/index.html) from the modules', plugins' and roles' own
+# docs: antsibull-docs writes the rST, sphinx (-W) the HTML, offline (docs/site/conf-offline.py).
+docs: docs-lint
+	rm -rf build/docs && mkdir -p build/docs && chmod 0755 build/docs
+	ANSIBLE_COLLECTIONS_PATH=$(ECO_COLLECTIONS) $(ECO)/antsibull-docs sphinx-init --use-current \
+	  --dest-dir build/docs --project gpudirect.storage --copyright "gpudirect.storage contributors" \
+	  gpudirect.storage >/dev/null
+	cat docs/site/conf-offline.py >> build/docs/conf.py
+	PATH=$(ECO):$$PATH ANSIBLE_COLLECTIONS_PATH=$(ECO_COLLECTIONS) bash build/docs/build.sh
+	@echo "docs: $(CURDIR)/build/docs/build/html/index.html"

@@ -93,7 +93,11 @@ options:
     type: dict
     default: {}
   values_files:
-    description: Values files on the host running the module, merged in order before O(values).
+    description:
+      - Values files, merged in order before O(values).
+      - Files on the controller (the default), looked up like M(ansible.builtin.copy)'s C(src) (the role's and
+        the playbook's C(files/) directories, or an absolute path), may be vault-encrypted; they are sent to the
+        host running the module for the run and removed afterwards. With O(remote_src=true), paths on that host.
     type: list
     elements: path
     default: []
@@ -140,7 +144,12 @@ options:
         type: str
         choices: [auto, open, proprietary]
   kubeconfig:
-    description: Path of the kubeconfig on the host running the module. Omitted, C(KUBECONFIG), C(~/.kube/config) or the in-cluster service account.
+    description:
+      - The kubeconfig. A file on the controller (the default), looked up like O(values_files) (vault-encrypted
+        allowed), sent to the host running the module in a 0600 file removed afterwards; with O(remote_src=true), a
+        path on that host.
+      - Omitted, the environment variable E(K8S_AUTH_KUBECONFIG) of the host running the module (a path there, as
+        with M(kubernetes.core.helm)), else C(KUBECONFIG), C(~/.kube/config) or the in-cluster service account.
     type: path
   kubeconfig_content:
     description:
@@ -149,9 +158,46 @@ options:
       - Mutually exclusive with O(kubeconfig).
     type: raw
   context:
-    description: Kubeconfig context (C(helm --kube-context)).
+    description:
+      - Kubeconfig context (C(helm --kube-context)).
+      - Omitted, the environment variable E(K8S_AUTH_CONTEXT).
     type: str
     aliases: [kube_context]
+  host:
+    description:
+      - The Kubernetes API server URL, for example V(https://api.example:6443), instead of a kubeconfig; with
+        O(api_key), O(ca_cert) and O(validate_certs) it becomes a kubeconfig in a 0600 temporary file (removed
+        afterwards) that helm and the API client both read.
+      - Omitted, the environment variable E(K8S_AUTH_HOST).
+      - Mutually exclusive with O(kubeconfig) and O(kubeconfig_content) (also when one of them comes from the
+        environment).
+    type: str
+  api_key:
+    description:
+      - Bearer token for O(host). Never logged.
+      - Omitted, the environment variable E(K8S_AUTH_API_KEY).
+      - Only with O(host) (a warning says it is ignored otherwise).
+    type: str
+  ca_cert:
+    description:
+      - CA certificate of the API server at O(host), a path on the host running the module.
+      - Omitted, the environment variable E(K8S_AUTH_SSL_CA_CERT).
+      - Only with O(host).
+    type: path
+    aliases: [ssl_ca_cert]
+  validate_certs:
+    description:
+      - Whether to verify the API server's certificate at O(host); V(false) skips the check (test clusters only).
+      - Omitted, the environment variable E(K8S_AUTH_VERIFY_SSL), else verified.
+      - Only with O(host).
+    type: bool
+    aliases: [verify_ssl]
+  remote_src:
+    description:
+      - V(false) (default), O(kubeconfig) and O(values_files) are files on the controller, sent to the host running
+        the module; V(true), they are paths on that host (for example a kube admin host's C(/etc/kubernetes/admin.conf)).
+    type: bool
+    default: false
   helm_binary:
     description: helm executable, a name looked up in C(PATH) or an absolute path.
     type: str
@@ -191,8 +237,12 @@ options:
         become GPU nodes with GDS ready, for example V(node-pool=gpu).
     type: str
 notes:
-  - Why not M(kubernetes.core.helm) - its C(changed) ignores C(set_values), it fails on helm 4 (C(helm list --all)),
-    and it treats failed releases as absent. See C(docs/gpu_operator.md).
+  - Why not M(kubernetes.core.helm) - without the helm-diff plugin its C(changed) (C(default_check)) ignores
+    C(set_values), it treats failed releases as absent, and helm's C(--wait) is no GDS readiness signal. It
+    supports helm 4 since kubernetes.core 6.4, and its C(reset_values) still defaults to true (like this module's
+    C(--reset-values)). See C(docs/gpu_operator.md).
+  - Runs with its action plugin, which finds O(kubeconfig) and O(values_files) on the controller (decrypting vault
+    files) and sends them to the host running the module for the run, as kubernetes.core's actions do.
   - C(changed) compares user-supplied values, not rendered manifests. A chart whose content changes without a new
     chart version is not detected.
 seealso:
@@ -206,6 +256,7 @@ EXAMPLES = r"""
   gpudirect.storage.gpu_operator:
     chart_ref: /srv/charts/gpu-operator-v26.7.0.tgz
     kubeconfig: /etc/kubernetes/admin.conf
+    remote_src: true  # the kubeconfig is a file of the host running the module
     gds:
       version: "2.29.4"
     driver:
@@ -230,6 +281,22 @@ EXAMPLES = r"""
     chart_ref: oci://registry.example/nvidia/gpu-operator
     chart_version: v26.7.0
     kubeconfig_content: "{{ vault_admin_kubeconfig }}"
+
+- name: On a kube admin host, with a values file from the playbook's files/ and the host's own kubeconfig
+  gpudirect.storage.gpu_operator:
+    chart_ref: /srv/charts/gpu-operator-v26.7.0.tgz
+    values_files: [gpu-operator-site.yaml]  # files/gpu-operator-site.yaml on the controller
+  delegate_to: kube-admin-1
+  environment:
+    K8S_AUTH_KUBECONFIG: /etc/kubernetes/admin.conf  # a path on kube-admin-1
+    K8S_AUTH_CONTEXT: kubernetes-admin@cluster
+
+- name: API server and token (for example from a vault) instead of a kubeconfig
+  gpudirect.storage.gpu_operator:
+    chart_ref: /srv/charts/gpu-operator-v26.7.0.tgz
+    host: https://api.example:6443
+    api_key: "{{ vault_gpu_operator_token }}"
+    ca_cert: /etc/pki/cluster-ca.pem
 
 - name: Remove the release
   gpudirect.storage.gpu_operator:

@@ -29,7 +29,7 @@ from conftest import ROOT, VENV_BIN
 PLUGINS = os.path.join(ROOT, "plugins")
 MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(PLUGINS, "modules")) if f.endswith(".py"))
 SECRET_NAME = re.compile(r"(pass(word|phrase)?|token|secret|credential|_content|_pin)$")
-KNOWN_SECRETS = {"nvidia_fs": ["mok_key_passphrase"], "gpu_operator": ["kubeconfig_content"]}
+KNOWN_SECRETS = {"nvidia_fs": ["mok_key_passphrase"], "gpu_operator": ["kubeconfig_content", "api_key"]}
 
 
 def _py_files(*subdirs):

@@ -31,7 +31,7 @@ except ImportError:
     HAS_YAML = False
     YAML_IMPORT_ERROR = traceback.format_exc()
 
-from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.basic import env_fallback, missing_required_lib
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import api_retry as retry
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.operator_values import ValuesError, desired_values, preflight
@@ -59,9 +59,16 @@ def argument_spec():
         driver=dict(type="dict", default={}, options=dict(
             version=dict(type="str"),
             kernel_module_type=dict(type="str", choices=["auto", "open", "proprietary"]))),
-        kubeconfig=dict(type="path"),
+        # Cluster credentials as kubernetes.core takes them, K8S_AUTH_* of the host running the module
+        # as fallbacks. Paths: the action plugin brings controller files over unless remote_src.
+        kubeconfig=dict(type="path", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
         kubeconfig_content=dict(type="raw", no_log=True),
-        context=dict(type="str", aliases=["kube_context"]),
+        context=dict(type="str", aliases=["kube_context"], fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
+        host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
+        api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
+        ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
+        validate_certs=dict(type="bool", aliases=["verify_ssl"], fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
+        remote_src=dict(type="bool", default=False),
         helm_binary=dict(type="str", default="helm"),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="raw", default=600),
@@ -73,7 +80,7 @@ def argument_spec():
 
 
 REQUIRED_IF = [("state", "present", ["chart_ref"])]
-MUTUALLY_EXCLUSIVE = [("kubeconfig", "kubeconfig_content")]
+MUTUALLY_EXCLUSIVE = [("kubeconfig", "kubeconfig_content"), ("host", "kubeconfig"), ("host", "kubeconfig_content")]
 
 FAILURE_MARGIN = 120  # seconds a rollback / uninstall after a failure may add to wait_timeout
 
@@ -91,6 +98,24 @@ def _yaml_dump(data):
     if HAS_YAML:
         return yaml.safe_dump(data, default_flow_style=False, sort_keys=True)
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+HOST_ONLY = ("api_key", "ca_cert", "validate_certs")  # they describe the cluster named by host
+
+
+def host_kubeconfig(host, api_key=None, ca_cert=None, validate_certs=None, context=None):
+    """A kubeconfig (dict) for helm and the API client from kubernetes.core's host / api_key /
+    ca_cert / validate_certs; its one context is named ``context`` (so --kube-context finds it)."""
+    cluster = {"server": host}
+    if validate_certs is False:
+        cluster["insecure-skip-tls-verify"] = True
+    elif ca_cert:
+        cluster["certificate-authority"] = ca_cert
+    name = context or "gpu-operator"
+    return {"apiVersion": "v1", "kind": "Config", "current-context": name,
+            "clusters": [{"name": name, "cluster": cluster}],
+            "users": [{"name": name, "user": {"token": api_key} if api_key else {}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]}
 
 
 def release_info(name, namespace, history):
@@ -142,11 +167,25 @@ class GpuOperatorManager(object):
                 pass
 
     def _kubeconfig(self):
-        content = self.params.get("kubeconfig_content")
+        params = self.params
+        content, host = params.get("kubeconfig_content"), params.get("host")
+        if host and (content or params.get("kubeconfig")):  # an environment fallback met an option
+            raise ModuleFailure("host (K8S_AUTH_HOST) and %s (K8S_AUTH_KUBECONFIG) both name the cluster; set one"
+                                % ("kubeconfig_content" if content else "kubeconfig"))
+        if host:
+            config = host_kubeconfig(host, params.get("api_key"), params.get("ca_cert"), params.get("validate_certs"),
+                                     params.get("context"))
+            if not params.get("context"):
+                params["context"] = config["current-context"]
+            return self._tmp_file(json.dumps(config), ".kubeconfig")
+        ignored = [name for name in HOST_ONLY if params.get(name) is not None]
+        if ignored:
+            self.module.warn("%s apply only with host (K8S_AUTH_HOST); ignored: the kubeconfig says how to reach "
+                             "the cluster" % ", ".join(ignored))
         if content:
             text = content if isinstance(content, str) else json.dumps(content)
             return self._tmp_file(text, ".kubeconfig")
-        return self.params.get("kubeconfig")
+        return params.get("kubeconfig")
 
     def _load_values_files(self):
         files = []

@@ -53,8 +53,13 @@ def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
     with tarfile.open(str(tmp_path / "gpudirect-storage-0.1.0.tar.gz")) as tar:
         names = sorted(m.name for m in tar.getmembers() if m.isfile())
     tops = sorted(set(n.split("/")[0] for n in names))
-    assert tops == ["FILES.json", "LICENSE", "MANIFEST.json", "README.md", "bin", "changelogs", "docs",
-                    "inventories", "meta", "playbooks", "plugins", "requirements", "roles", "schemas", "tests"], tops
+    assert tops == ["FILES.json", "LICENSE", "MANIFEST.json", "README.md", "bin", "bindep.txt", "changelogs", "docs",
+                    "inventories", "meta", "playbooks", "plugins", "requirements", "requirements.txt", "roles",
+                    "schemas", "tests"], tops
+    # what ansible-builder reads from an installed collection; the EE definition and the docs
+    # site's build config are the developers'
+    assert "meta/execution-environment.yml" in names and "roles/gpu_operator/README.md" in names
+    assert not [n for n in names if n.startswith(("ee/", "docs/site/"))]
     inventories = [n for n in names if n.startswith("inventories/")]
     assert inventories and all(n.startswith("inventories/example/") for n in inventories), inventories
     tests = [n for n in names if n.startswith("tests/")]
