@@ -22,7 +22,10 @@ def recap(output):
 
 
 def ratio(a, b):
-    """a / b, infinity when b is not positive (a figure, never a ZeroDivisionError)."""
+    """a / b, infinity when b is not positive (a figure, never a ZeroDivisionError), NaN when
+    either was not measured."""
+    if a != a or b != b:  # not measured (NaN): no ratio
+        return float("nan")
     return a / b if b > 0 else float("inf")
 
 
@@ -240,12 +243,13 @@ def report(results, rollout, goals, rounds):
         p = results[n]["peak_kib"]
         lines.append("| %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % (
             n, mib(p["ping"]), mib(p["verify"]), mib(p["rerun"]), mib(p["peer"]), ratio(p["rerun"], p["ping"])))
-    lines += ["", "| hosts | lab up s | up s/host | lab memory MiB | MiB/host | prepare.yml s |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "| hosts | lab up s | up s/host | lab memory MiB | MiB/host | prepare.yml s | first site.yml s |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for n in sizes:
         c = results[n]["cost"]
-        lines.append("| %d | %.1f | %.2f | %.0f | %.1f | %.1f |" % (
-            n, c["up_s"], c["up_s"] / n, mib(c["mem_kib"]), mib(c["mem_kib"]) / n, c["prepare_s"]))
+        lines.append("| %d | %.1f | %.2f | %.0f | %.1f | %.1f | %.1f |" % (
+            n, c["up_s"], c["up_s"] / n, mib(c["mem_kib"]), mib(c["mem_kib"]) / n, c["prepare_s"],
+            c.get("converge_s", float("nan"))))
     slopes = {}
     for lo, hi in size_pairs(sizes):
         s = {k: slope(med[lo][k], med[hi][k], lo, hi) for k in ("ping", "verify", "rerun", "peer")}

@@ -29,6 +29,7 @@ def test_recap_reads_every_host():
 def test_ratio_and_slope():
     assert benchlib.ratio(3.0, 1.5) == 2.0
     assert benchlib.ratio(1.0, 0.0) == float("inf")
+    assert benchlib.ratio(1.0, float("nan")) != benchlib.ratio(1.0, float("nan"))  # NaN: not measured
     assert benchlib.slope(1.0, 11.0, 3, 23) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="two different sizes"):
         benchlib.slope(1.0, 2.0, 3, 3)
@@ -151,7 +152,7 @@ def results_for(sizes, rerun_per_host, changed=0):
                            "peer": 4.0 * n},
                 "peak_kib": {"ping": 100 * 1024, "verify": 200 * 1024, "rerun": 300 * 1024, "peer": 250 * 1024},
                 "rerun_changed": [changed] * 3, "peer_rounds": 3 if n <= 20 else 1,
-                "cost": {"up_s": 1.0 * n, "mem_kib": 11 * 1024 * n, "prepare_s": 2.0}} for n in sizes}
+                "cost": {"up_s": 1.0 * n, "mem_kib": 11 * 1024 * n, "prepare_s": 2.0, "converge_s": 3.0 * n}} for n in sizes}
 
 
 def test_report_acceptance_pass_and_fail():
@@ -165,6 +166,7 @@ def test_report_acceptance_pass_and_fail():
     assert "PASS first rollout at 2 hosts: site.yml 30.0 s = 0.38x the peer's 80.0 s" in text
     assert "PASS same end state" in text
     assert "| 100 | 10.50 | 11.60 | 12.00 | 400.00 (1 run) |" in text
+    assert "| 100 | 100.0 | 1.00 | 1100 | 11.0 | 2.0 | 300.0 |" in text
     slow = benchlib.report(results_for([3, 100], 0.3, changed=1), dict(rollout, diffs=["x"]), GOALS, 3)
     assert "FAIL converged re-run per-host slope 3->100: 3.00x" in slow
     assert "FAIL converged re-run at 100 hosts" in slow and "changed=1/1/1" in slow
