@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
@@ -155,9 +156,19 @@ def adhoc_outputs(output):
     return result
 
 
-def strip_json_comments(text):
-    """cufile.json as NVIDIA ships it has // comment lines; json.loads does not take them."""
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+def cufile_loads(text):
+    """cufile.json's document. NVIDIA's shipped file has // and /* */ comments: read it with the
+    collection's own parser (the one cufile_config uses) when the collection is importable
+    (make collection-link), else as plain JSON without // comment lines."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    collections = os.path.join(root, "build", "collections")
+    if os.path.isdir(collections) and collections not in sys.path:
+        sys.path.append(collections)
+    try:
+        from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import parser
+    except ImportError:
+        return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+    return parser.loads(text)
 
 
 def end_state(stdout):
@@ -173,7 +184,7 @@ def end_state(stdout):
         elif line.strip():
             state["lines"].append(" ".join(parts))
     try:
-        state["cufile"] = json.loads(strip_json_comments(cufile))
+        state["cufile"] = cufile_loads(cufile)
     except ValueError:
         state["cufile"] = "unparsable: %s" % cufile.strip()[:60]
     return state

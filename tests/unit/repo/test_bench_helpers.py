@@ -126,6 +126,15 @@ def test_end_state_parses_comment_lines_of_the_shipped_file():
     assert state["cufile"] == {"a": 1}
 
 
+def test_end_state_reads_nvidias_shipped_file_with_block_comments():
+    with open(os.path.join(ROOT, "tests", "fixtures", "cufile", "cuda-13.0-shipped.json")) as f:
+        shipped = f.read()
+    assert "/*" in shipped
+    state = benchlib.end_state("loaded 1\ncufile.json\n" + shipped)
+    assert state["cufile"]["logging"]["level"] == "ERROR"
+    assert state["cufile"]["properties"]["allow_compat_mode"] is True
+
+
 def test_compare_fleets_same_end_state_is_empty():
     text = benchlib.adhoc_outputs(ADHOC)["bench-01"]
     ours = {"bench-01": benchlib.end_state(text)}
@@ -144,7 +153,7 @@ def test_compare_fleets_names_every_difference():
     problems = benchlib.compare_fleets(broken, broken)
     assert "site.yml bench-02: nvidia_fs not loaded (once)" in problems
     assert "peer bench-02: package doca-ofed not installed" in problems
-    assert any("cufile.json: unparsable" in p for p in problems)
+    assert any("cufile.json: unparsable" in p for p in problems)  # MISSING is no document
 
 
 def results_for(sizes, rerun_per_host, changed=0):
