@@ -236,6 +236,8 @@ def report(results, rollout, goals, rounds):
     "peer_rounds": k, "cost": {"up_s", "mem_kib", "prepare_s"}}}; rollout: first_rollout()'s
     dict or None."""
     sizes = sorted(results)
+    if not sizes:
+        return "\n".join(["Acceptance:"] + acceptance(results, {}, rollout, goals) + rollout_lines(rollout))
     med = {n: results[n]["median"] for n in sizes}
     lines = ["| hosts | ping s | verify s | rerun s | peer s | verify/ping | rerun/ping | rerun/peer | rerun changed |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -272,14 +274,18 @@ def report(results, rollout, goals, rounds):
             lines.append("| %s | %.3f | %.2f%s |" % (k, s[k], x, " " + verdict(x, goal) if goal else ""))
     lines += ["", "Acceptance:"]
     lines += acceptance(results, slopes, rollout, goals)
-    if rollout:
-        lines += ["", "First rollout at %d hosts (fresh prepared labs):" % len(rollout["site"]["state"]),
-                  "  site.yml %.1f s (changed %d), peer %.1f s; site/peer %.2f; controller peak RSS %.0f / %.0f MiB"
-                  % (rollout["site"]["s"], rollout["site"]["changed"], rollout["peer"]["s"],
-                     ratio(rollout["site"]["s"], rollout["peer"]["s"]),
-                     mib(rollout["site"]["peak_kib"]), mib(rollout["peer"]["peak_kib"]))]
-        lines += ["  end-state difference: " + d for d in rollout["diffs"][:10]]
-    return "\n".join(lines)
+    return "\n".join(lines + rollout_lines(rollout))
+
+
+def rollout_lines(rollout):
+    if not rollout:
+        return []
+    lines = ["", "First rollout at %d hosts (fresh prepared labs):" % len(rollout["site"]["state"]),
+             "  site.yml %.1f s (changed %d), peer %.1f s; site/peer %.2f; controller peak RSS %.0f / %.0f MiB"
+             % (rollout["site"]["s"], rollout["site"]["changed"], rollout["peer"]["s"],
+                ratio(rollout["site"]["s"], rollout["peer"]["s"]),
+                mib(rollout["site"]["peak_kib"]), mib(rollout["peer"]["peak_kib"]))]
+    return lines + ["  end-state difference: " + d for d in rollout["diffs"][:10]]
 
 
 def acceptance(results, slopes, rollout, goals):
@@ -295,6 +301,8 @@ def acceptance(results, slopes, rollout, goals):
         x = ratio(s["verify"], s["ping"])
         lines.append("  %s verify per-host slope %d->%d: %.2fx ping's (goal <= %.1fx)"
                      % (verdict(x, goals["verify slope"]), lo, hi, x, goals["verify slope"]))
+    if not sizes:
+        return lines + rollout_acceptance(rollout, goals)
     hi = sizes[-1]
     m, changed = results[hi]["median"], results[hi]["rerun_changed"]
     x = ratio(m["rerun"], m["ping"])
@@ -304,6 +312,11 @@ def acceptance(results, slopes, rollout, goals):
     p = results[hi]["peak_kib"]
     lines.append("  INFO controller peak RSS at %d hosts: re-run %.0f MiB, verify %.0f MiB, ping %.0f MiB"
                  % (hi, mib(p["rerun"]), mib(p["verify"]), mib(p["ping"])))
+    return lines + rollout_acceptance(rollout, goals)
+
+
+def rollout_acceptance(rollout, goals):
+    lines = []
     if rollout:
         x = ratio(rollout["site"]["s"], rollout["peer"]["s"])
         same = not rollout["diffs"]

@@ -180,3 +180,11 @@ def test_report_acceptance_pass_and_fail():
     assert "FAIL converged re-run per-host slope 3->100: 3.00x" in slow
     assert "FAIL converged re-run at 100 hosts" in slow and "changed=1/1/1" in slow
     assert "FAIL same end state after both first rollouts" in slow and "end-state difference: x" in slow
+
+
+def test_report_of_a_rollout_only_run():
+    rollout = {"site": {"s": 50.0, "peak_kib": 2048, "changed": 100, "state": {"a": {}}},
+               "peer": {"s": 80.0, "peak_kib": 1024, "changed": 20, "state": {"a": {}}}, "diffs": ["a/a packages differ"]}
+    text = benchlib.report({}, rollout, GOALS, 3)
+    assert "FAIL first rollout at 1 hosts: site.yml 50.0 s = 0.62x the peer's 80.0 s (goal <= 0.5x)" in text
+    assert "FAIL same end state after both first rollouts" in text and "end-state difference: a/a packages differ" in text
