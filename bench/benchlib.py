@@ -327,3 +327,15 @@ def rollout_acceptance(rollout, goals):
                      "persisted, cufile.json settings)%s" % ("PASS" if same else "FAIL",
                                                              "" if same else ": %d differences" % len(rollout["diffs"])))
     return lines
+
+
+def lab_report(costs):
+    """bench/run --lab-only: {hosts: cost dict with ping_s, ping_peak_kib, ping_ok}."""
+    lines = ["| hosts | lab up s | up s/host | lab memory MiB | MiB/host | prepare.yml s | ping s | ping ok | ping peak RSS MiB |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for n in sorted(costs):
+        c = costs[n]
+        lines.append("| %d | %.1f | %.2f | %.0f | %.1f | %.1f | %.2f | %d | %.0f |" % (
+            n, c["up_s"], c["up_s"] / n, mib(c["mem_kib"]), mib(c["mem_kib"]) / n, c["prepare_s"], c["ping_s"],
+            c["ping_ok"], mib(c["ping_peak_kib"])))
+    return "\n".join(lines)

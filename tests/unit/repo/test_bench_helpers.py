@@ -188,3 +188,9 @@ def test_report_of_a_rollout_only_run():
     text = benchlib.report({}, rollout, GOALS, 3)
     assert "FAIL first rollout at 1 hosts: site.yml 50.0 s = 0.62x the peer's 80.0 s (goal <= 0.5x)" in text
     assert "FAIL same end state after both first rollouts" in text and "end-state difference: a/a packages differ" in text
+
+
+def test_lab_report_per_host_figures():
+    text = benchlib.lab_report({100: {"up_s": 150.0, "mem_kib": 1100 * 1024, "prepare_s": 90.0, "ping_s": 14.0,
+                                      "ping_ok": 100, "ping_peak_kib": 400 * 1024}})
+    assert "| 100 | 150.0 | 1.50 | 1100 | 11.0 | 90.0 | 14.00 | 100 | 400 |" in text
