@@ -95,6 +95,23 @@ def rss_kib(pid, proc="/proc"):
     return 0
 
 
+def pss_kib(pid, proc="/proc"):
+    """Pss of one process in KiB (/proc/<pid>/smaps_rollup): pages shared with the parent
+    after a fork count once over all sharers, so a tree's sum is what it really holds."""
+    try:
+        with open("%s/%d/smaps_rollup" % (proc, pid)) as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def tree_pss_kib(pid, proc="/proc"):
+    return sum(pss_kib(p, proc) for p in descendants(pid, proc))
+
+
 def tree_rss_kib(pid, proc="/proc"):
     """(sum of VmRSS over the tree, process count). The sum counts pages that forks share with
     their parent once per process, so it is an upper bound of what the tree holds."""
@@ -108,12 +125,14 @@ class PeakSampler(object):
 
     def __init__(self, pid, interval=0.2, proc="/proc"):
         self.pid, self.interval, self.proc = pid, interval, proc
-        self.peak_kib = self.peak_procs = 0
+        self.peak_kib = self.peak_procs = self.peak_pss_kib = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def sample(self):
-        kib, procs = tree_rss_kib(self.pid, self.proc)
+        pids = descendants(self.pid, self.proc)
+        kib, procs = sum(rss_kib(p, self.proc) for p in pids), len(pids)
+        self.peak_pss_kib = max(self.peak_pss_kib, sum(pss_kib(p, self.proc) for p in pids))
         self.peak_kib = max(self.peak_kib, kib)
         self.peak_procs = max(self.peak_procs, procs)
 
@@ -250,12 +269,13 @@ def report(results, rollout, goals, rounds):
             ratio(m["rerun"], m["ping"]), verdict(ratio(m["rerun"], m["ping"]), goals["rerun/ping"]),
             ratio(m["rerun"], m["peer"]), "%s %s" % ("/".join(str(c) for c in changed),
                                                      "PASS" if not any(changed) else "FAIL")))
-    lines += ["", "| hosts | controller peak RSS MiB: ping | verify | rerun | peer | rerun/ping |",
+    lines += ["", "| hosts | controller peak MiB, RSS sum (PSS): ping | verify | rerun | peer | rerun/ping RSS |",
               "| --- | --- | --- | --- | --- | --- |"]
     for n in sizes:
-        p = results[n]["peak_kib"]
-        lines.append("| %d | %.0f | %.0f | %.0f | %.0f | %.2f |" % (
-            n, mib(p["ping"]), mib(p["verify"]), mib(p["rerun"]), mib(p["peer"]), ratio(p["rerun"], p["ping"])))
+        p, q = results[n]["peak_kib"], results[n].get("peak_pss_kib") or {}
+        lines.append("| %d | %s | %s | %s | %s | %.2f |" % ((n,) + tuple(
+            "%.0f (%s)" % (mib(p[k]), "%.0f" % mib(q[k]) if k in q else "-") for k in ("ping", "verify", "rerun", "peer"))
+            + (ratio(p["rerun"], p["ping"]),)))
     lines += ["", "| hosts | lab up s | up s/host | lab memory MiB | MiB/host | prepare.yml s | first site.yml s |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for n in sizes:

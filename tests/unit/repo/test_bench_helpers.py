@@ -77,11 +77,14 @@ def test_tree_rss_ignores_vanished_and_kernel_processes(tmp_path):
 
 def test_peak_sampler_keeps_the_largest_sample(tmp_path):
     proc = fake_proc(tmp_path, {10: [11]}, {10: 1000, 11: 500})
+    (tmp_path / "10" / "smaps_rollup").write_text("Rss:  1000 kB\nPss:  700 kB\n")
+    (tmp_path / "11" / "smaps_rollup").write_text("Rss:  500 kB\nPss:  200 kB\n")
     sampler = benchlib.PeakSampler(10, proc=proc)
     sampler.sample()
     (tmp_path / "11" / "status").write_text("VmRSS:\t100 kB\n")
     sampler.sample()
-    assert (sampler.peak_kib, sampler.peak_procs) == (1500, 2)
+    assert (sampler.peak_kib, sampler.peak_procs, sampler.peak_pss_kib) == (1500, 2, 900)
+    assert benchlib.tree_pss_kib(10, proc) == 900
 
 
 def test_peak_sampler_thread_samples_a_real_process():
