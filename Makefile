@@ -103,7 +103,7 @@ ansible-test-offline:
 # The full run is BENCH_SIZES=3,20,50,100 (about 40 minutes on 2 cores); bench/run --help.
 BENCH_SIZES ?= 3,20
 bench: venv deps
-	bench/run --sizes $(BENCH_SIZES)
+	$(BIN)/python bench/run --sizes $(BENCH_SIZES)
 
 # gds_node_probe wall time on 1, 10 and 50 simulated GPU nodes (emulator), ratio 50/1 printed.
 bench-k8s: venv
