@@ -197,3 +197,17 @@ def test_lab_report_per_host_figures():
     text = benchlib.lab_report({100: {"up_s": 150.0, "mem_kib": 1100 * 1024, "prepare_s": 90.0, "ping_s": 14.0,
                                       "ping_ok": 100, "ping_peak_kib": 400 * 1024}})
     assert "| 100 | 150.0 | 1.50 | 1100 | 11.0 | 90.0 | 14.00 | 100 | 400 |" in text
+
+
+def test_modules_load_name_with_a_hyphen_is_the_same_module():
+    text = benchlib.adhoc_outputs(ADHOC)["bench-01"]
+    hyphen = benchlib.end_state(text.replace("modules-load.d/nvidia-fs.conf nvidia_fs", "modules-load.d/nvidia-fs.conf nvidia-fs"))
+    assert benchlib.state_problems(hyphen) == []
+    assert benchlib.compare_fleets({"a": hyphen}, {"a": benchlib.end_state(text)}) == []
+
+
+def test_rejudge_a_saved_state():
+    text = benchlib.adhoc_outputs(ADHOC)["bench-01"]
+    saved = benchlib.end_state(text)
+    saved["lines"] = [l.replace("conf nvidia_fs", "conf nvidia-fs") for l in saved["lines"]]  # an older bench's state
+    assert benchlib.rejudge(saved) == benchlib.end_state(text)
