@@ -30,7 +30,7 @@ help:
 	@echo "make test        every test: unit, sanity, lint, lab, molecule, integration (pytest summary last)"
 	@echo "make venv        controller virtualenv from requirements/controller.txt"
 	@echo "make lab-up N=3  bring up N Debian 12 lab hosts ($(LAB_NAME)-01 ...); make lab-down tears them down"
-	@echo "make bench       benchmarks on the lab (N=3 and N=20), ratios in bench/RESULTS.md"
+	@echo "make bench       benchmarks on the lab (BENCH_SIZES=$(BENCH_SIZES); the full run: BENCH_SIZES=3,20,50,100), results in bench/RESULTS.md"
 
 $(BIN)/.stamp: requirements/controller.txt
 	$(PYTHON) -m venv $(VENV)
@@ -100,8 +100,10 @@ test-system: venv deps ansible-test-offline
 ansible-test-offline:
 	tests/utils/ansible-test-offline.sh
 
+# The full run is BENCH_SIZES=3,20,50,100 (about 40 minutes on 2 cores); bench/run --help.
+BENCH_SIZES ?= 3,20
 bench: venv deps
-	bench/run
+	$(BIN)/python bench/run --sizes $(BENCH_SIZES)
 
 # gds_node_probe wall time on 1, 10 and 50 simulated GPU nodes (emulator), ratio 50/1 printed.
 bench-k8s: venv
