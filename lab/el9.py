@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import tempfile
 
-VERSION = "v1"
+VERSION = "v2"
 ROCKY_VERSION = "9.6"
 EXTRA_PACKAGES = ["dnf", "rpm", "python3-dnf", "gpg"]
 # apt and dpkg must not be found: the collection's get_backend() prefers apt when it is there.
@@ -66,6 +66,17 @@ Provides: system-release = {v}-1.2.el9
 Provides: system-release(releasever) = 9
 Provides: redhat-release = {v}-1.2.el9
 Provides: base-module(platform:el9)
+# What Debian's dpkg owns underneath and rpm scriptlets and packages require (on RHEL: bash, glibc,
+# coreutils ...): without it dnf refuses any package with a %%post ("nothing provides /bin/sh").
+Provides: /bin/sh
+Provides: /bin/bash
+Provides: /usr/bin/sh
+Provides: bash
+Provides: coreutils
+Provides: glibc
+Provides: systemd
+Provides: kmod
+Provides: python3
 
 %description
 The lab's EL 9 hosts are Debian 12 underneath; this package makes the rpm database say EL 9.
