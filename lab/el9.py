@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 
 VERSION = "v2"
@@ -118,21 +117,17 @@ def _release_rpm(workdir, sh):
 
 
 def _apt_install_in(root, mirror, suite, sh):
-    """Install EXTRA_PACKAGES from the Debian mirror into ``root`` (chroot apt, /proc and /dev bound)."""
+    """Install EXTRA_PACKAGES from the Debian mirror into ``root``. The chroot's /proc is mounted
+    in a mount namespace of its own (unshare --mount-proc) that ends with the command, so nothing
+    stays mounted inside the tree (a later rmtree must never reach a host file system); the
+    debootstrap base has its own /dev nodes."""
     with open(os.path.join(root, "etc/apt/sources.list"), "w") as f:
         f.write("deb %s %s main\n" % (mirror, suite))
-    mounts = []
-    try:
-        for src, dst, kind in (("proc", "proc", ["-t", "proc"]), ("/dev", "dev", ["--bind"])):
-            sh(["mount"] + kind + [src, os.path.join(root, dst)])
-            mounts.append(os.path.join(root, dst))
-        env = ["env", "DEBIAN_FRONTEND=noninteractive"]
-        sh(["chroot", root] + env + ["apt-get", "update", "-qq"])
-        sh(["chroot", root] + env + ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + EXTRA_PACKAGES)
-        sh(["chroot", root, "apt-get", "clean"])
-    finally:
-        for point in reversed(mounts):
-            subprocess.run(["umount", "-l", point], check=False)
+    isolated = ["unshare", "--fork", "--pid", "--mount-proc=" + os.path.join(root, "proc"),
+                "chroot", root, "env", "DEBIAN_FRONTEND=noninteractive"]
+    sh(isolated + ["apt-get", "update", "-qq"])
+    sh(isolated + ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + EXTRA_PACKAGES)
+    sh(isolated + ["apt-get", "clean"])
     with open(os.path.join(root, "etc/apt/sources.list"), "w") as f:
         f.write("# lab hosts reach no mirror\n")
     shutil.rmtree(os.path.join(root, "var/lib/apt/lists"), ignore_errors=True)
@@ -145,6 +140,7 @@ def build_image(cache_root, debian_dir, mirror, suite, force, sh, log):
         return target
     tmp = target + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(cache_root, exist_ok=True)
     log("building the EL 9 flavour of the base rootfs (Debian's dnf and rpm, once) ...")
     sh(["cp", "-a", debian_dir, tmp])
     os.unlink(os.path.join(tmp, ".complete"))
