@@ -49,6 +49,7 @@ collection-link:
 
 aptrepo: venv
 	$(BIN)/python tests/fixtures/aptrepo/build.py --out build/aptrepo tests/fixtures/aptrepo/*.yml
+	$(BIN)/python tests/fixtures/rpmrepo/build.py --out build/aptrepo/el9 tests/fixtures/aptrepo/*.yml
 
 lab-up: deps aptrepo
 	$(LAB) up --name $(LAB_NAME) --n $(N) --serve build/aptrepo --inventory $(LAB_INVENTORY)

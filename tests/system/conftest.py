@@ -34,6 +34,9 @@ def build_aptrepo():
     specs = sorted(os.path.join(ROOT, "tests/fixtures/aptrepo", f)
                    for f in os.listdir(os.path.join(ROOT, "tests/fixtures/aptrepo")) if f.endswith(".yml"))
     run([sys.executable, os.path.join(ROOT, "tests/fixtures/aptrepo/build.py"), "--out", APTREPO] + specs)
+    # the same packages as signed rpms for the lab's EL 9 hosts, served under el9/
+    run([sys.executable, os.path.join(ROOT, "tests/fixtures/rpmrepo/build.py"), "--out", os.path.join(APTREPO, "el9")]
+        + specs)
     return APTREPO
 
 
@@ -46,11 +49,11 @@ def orphans():
 class Lab(object):
     """A running lab: hosts, inventory path, repo URL. ``down()`` is idempotent."""
 
-    def __init__(self, name, n, tmpdir):
+    def __init__(self, name, n, tmpdir, os_spec="debian12"):
         self.name = name
         self.inventory = os.path.join(str(tmpdir), "hosts.yml")
         res = run([LABCTL, "up", "--name", name, "--n", str(n), "--json", "--serve", build_aptrepo(),
-                   "--inventory", self.inventory], timeout=600)
+                   "--inventory", self.inventory, "--os", os_spec], timeout=600)
         info = json.loads(res.stdout.strip().splitlines()[-1])
         self.hosts = info["hosts"]
         self.repo_url = info["repo_url"]

@@ -4,6 +4,9 @@
 set -euo pipefail
 pkgs=(debootstrap systemd-container iproute2 dpkg-dev apt-utils gnupg openssh-client
       dkms gcc make python3-venv rsync chromium)
+# Debian's rpm tools for the lab's EL 9 hosts and their signed rpm repository (rpmbuild, rpmsign,
+# createrepo_c; dnf and rpm themselves go into the EL 9 image from the mirror)
+pkgs+=(rpm createrepo-c)
 # Debian's kernel headers for a real `dkms build` (this machine's own kernel has none).
 pkgs+=(linux-headers-amd64)
 missing=()

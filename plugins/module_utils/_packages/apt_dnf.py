@@ -316,7 +316,8 @@ class Dnf(object):
         return installed, parse_dnf_repoquery(rq.stdout or "")
 
     def refresh(self):
-        return self.runner.run(check_argv(["dnf", "-q", "makecache"]), mutates=True)
+        # -y: a repo_gpgcheck=1 repository's key (its gpgkey=) is imported without a prompt
+        return self.runner.run(check_argv(["dnf", "makecache", "-y", "-q"]), mutates=True)
 
     def install_argv(self, plan):
         # "dnf install name-version" upgrades or downgrades to exactly that version.

@@ -148,6 +148,25 @@ def test_argv_never_disables_signature_checks():
         pk.check_argv(["apt-get", "install", "--allow-unauthenticated", "x"])
 
 
+class _RecordingRunner(object):
+    def __init__(self):
+        self.calls = []
+
+    def run(self, argv, **kw):
+        self.calls.append((argv, kw))
+
+
+def test_dnf_refresh_accepts_the_configured_metadata_key():
+    """Seen on the lab's EL 9 hosts (real dnf 4.14): a repository with repo_gpgcheck=1 whose key
+    is not imported yet makes ``dnf makecache`` ask "Is this ok [y/N]" and fail without a
+    terminal. The key is the one the repository file names (gpgkey=), as for ``dnf install -y``."""
+    runner = _RecordingRunner()
+    pk.Dnf(runner).refresh()
+    argv, kw = runner.calls[0]
+    assert argv[:2] == ["dnf", "makecache"] and "-y" in argv and kw.get("mutates") is True
+    assert not any(bad in a for a in argv for bad in pk.FORBIDDEN_ARGS), argv
+
+
 def test_repo_rendering_is_always_signed():
     name, text = repos.render_apt_source({"path": "/mnt/ofed/DEBS", "signed_by": "/etc/apt/keyrings/ofed.gpg",
                                           "suite": "./"}, "gpudirect-ofed")
