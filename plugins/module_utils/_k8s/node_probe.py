@@ -101,22 +101,6 @@ finally:
 
 
 # --- the bundle ---------------------------------------------------------------------------------
-def _source(module):
-    loader = getattr(module, "__loader__", None)
-    src = None
-    if loader is not None and hasattr(loader, "get_source"):
-        try:
-            src = loader.get_source(module.__name__)
-        except (ImportError, OSError):
-            src = None
-    if isinstance(src, bytes):
-        src = src.decode("utf-8")
-    if not src:
-        with open(module.__file__, "r") as f:
-            src = f.read()
-    return src
-
-
 def _collection_imports(source, package=PACKAGE):
     """Module names of the collection's module_utils that ``source`` imports (anywhere)."""
     found = set()
@@ -149,7 +133,7 @@ def bundle(entries=ENTRY_MODULES):
             continue
         if hasattr(module, "__path__"):
             continue  # a room (package): entry.py creates every package's empty __init__.py itself
-        src = _source(module)
+        src = probe_child.module_source(module)
         files[key] = src
         todo.extend(sorted(_collection_imports(src)))
     return files
