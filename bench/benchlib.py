@@ -8,6 +8,7 @@ the first rollout. Unit-tested in tests/unit/repo/test_bench_helpers.py; no lab 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -25,7 +26,7 @@ def recap(output):
 def ratio(a, b):
     """a / b, infinity when b is not positive (a figure, never a ZeroDivisionError), NaN when
     either was not measured."""
-    if a != a or b != b:  # not measured (NaN): no ratio
+    if math.isnan(a) or math.isnan(b):  # not measured: no ratio
         return float("nan")
     return a / b if b > 0 else float("inf")
 
@@ -194,7 +195,7 @@ def end_state(stdout):
     """A comparable dict from one host's END_STATE_SCRIPT output: the packages (name, version,
     status), nvidia_fs loaded and its option, the persisted files' settings, and cufile.json's
     settings parsed (formatting and comments aside)."""
-    head, _, cufile = stdout.partition("cufile.json\n")
+    head, _sep, cufile = stdout.partition("cufile.json\n")
     state = {"packages": {}, "lines": []}
     for line in head.splitlines():
         parts = line.split()

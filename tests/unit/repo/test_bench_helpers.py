@@ -101,8 +101,8 @@ pkg libcufile-13-0 1.15.1.6-1 ii
 pkg gds-tools-13-0 1.15.1.6-1 ii
 loaded 1
 param rw_stats_enabled 1
-file /etc/modules-load.d/nvidia-fs.conf nvidia_fs 
-file /etc/modprobe.d/nvidia-fs.conf options nvidia_fs rw_stats_enabled=1 
+file /etc/modules-load.d/nvidia-fs.conf nvidia_fs\x20
+file /etc/modprobe.d/nvidia-fs.conf options nvidia_fs rw_stats_enabled=1\x20
 cufile.json
 // NVIDIA's comment
 { "logging": {

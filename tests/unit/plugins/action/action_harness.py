@@ -18,7 +18,7 @@ def run_with_module_result(action_module, name, args, module_result, task_vars=N
     task.check_mode = False
     task.action = name
     plugin = action_module.ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=templar,
-                                          shared_loader_obj=None)
+                                        shared_loader_obj=None)
     plugin._execute_module = MagicMock(return_value=copy.deepcopy(module_result))
     task.get_play.return_value.vars = {}
     return plugin.run(task_vars=dict(task_vars or {})), plugin._execute_module
