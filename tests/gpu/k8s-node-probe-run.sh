@@ -47,13 +47,7 @@ ansible-playbook --version | head -1
 D=${GDS_DEVICE_RUN_PROBE_DIR:-/mnt/gds}
 if [ -z "${GDS_DEVICE_RUN_PROBE_DIR:-}" ]; then
   step "prepare /mnt/gds: loop ext4 + udev data (microVM test preparation, as tests/gpu/device-run.sh)"
-  if ! mountpoint -q /mnt/gds; then
-    truncate -s 8G /tmp/gds.img && mkfs.ext4 -q -F /tmp/gds.img || exit 1
-    mkdir -p /mnt/gds && mount -o data=ordered "$(losetup -f --show /tmp/gds.img)" /mnt/gds || exit 1
-  fi
-  DEV=$(mountpoint -d /mnt/gds); mkdir -p /run/udev/data
-  printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\nE:DEVTYPE=disk\nE:SUBSYSTEM=block\n' > "/run/udev/data/b$DEV"
-  findmnt /mnt/gds; echo "udev data: /run/udev/data/b$DEV"
+  . "$REPO/tests/gpu/prepare-mnt-gds.sh" && prepare_mnt_gds || exit 1
   unset LD_LIBRARY_PATH  # both find libcufile themselves (/usr/local/cuda*/lib64)
 fi
 
