@@ -10,7 +10,7 @@
 #
 # 1. prepares a loop-mounted ext4 with udev data at /mnt/gds (microVM test preparation, as in
 #    device-run.sh; NOT something the collection does to real hosts);
-# 2. bench/gpu-probe at 256 MiB and 1 GiB, 5 interleaved rounds: the default probe (probe-t0)
+# 2. bench/gpu-probe at 256 MiB and 1 GiB, 7 interleaved rounds: the default probe (probe-t0)
 #    with the storage's own O_DIRECT speed and their ratio, the throughput mode (probe-tput) and
 #    every kvikio variant (defaults, 4/8/16 threads, through libcufile with 1 and 4 threads);
 #    PASS/FAIL: probe-tput >= 0.95x the best kvikio variant, write and read, per size; the
@@ -50,7 +50,7 @@ export ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$W/coll ANSIBLE
 
 # shellcheck disable=SC2086  # GDS_TPUT_ARGS is a list of options on purpose
 step "bench/gpu-probe: default probe + storage ratio, throughput mode vs every kvikio variant"
-timeout 420 python3 bench/gpu-probe --dir "$D" ${GDS_TPUT_ARGS:---sizes 256,1024 --reps 5 --threads 0 --facts-reps 3} \
+timeout 420 python3 bench/gpu-probe --dir "$D" ${GDS_TPUT_ARGS:---sizes 256,1024 --reps 7 --threads 0 --facts-reps 3} \
   > "$OUT/bench.txt" 2>&1
 echo "bench rc=$?"
 sed -n '/^medians/,$p' "$OUT/bench.txt" > "$OUT/summary.txt"

@@ -10,8 +10,8 @@ imports, and names that do not clash with the other parts.
 
 * I/O plans (pure, unit-tested): a plan is ``{"threads", "task_mb", "handles"}`` - ``threads``
   0 is one call for the whole buffer; else each of ``threads`` workers gets one contiguous
-  slice (``task_mb`` 0) or ``task_mb`` MiB tasks dealt round-robin (kvikio's thread pool splits
-  a request into 4 MiB tasks); ``handles`` ``per_thread`` gives each worker its own file
+  slice (``task_mb`` 0) or takes ``task_mb`` MiB tasks from one shared queue as it becomes free
+  (kvikio's thread pool splits a request into 4 MiB tasks the same way); ``handles`` ``per_thread`` gives each worker its own file
   descriptor and cuFile handle. ``candidate_plans`` is the grid the throughput mode measures,
   ``best_plan`` picks from the measurements, ``ratio`` is the GPU/storage ratio.
 * ``WorkerPool``: persistent threads (as kvikio keeps). A thread's first cuFile I/O sets up
@@ -53,16 +53,31 @@ def plan_slices(size, plan):
     return [tasks[i::workers] for i in range(workers)]
 
 
+def worker_queues(size, plan):
+    """One iterator of (offset, length) per worker for ``plan``: a task plan's workers all draw
+    from ONE shared iterator (the next task goes to whichever worker is free, so a slow I/O
+    delays the transfer by one task at most; ``next`` on a list iterator is atomic under the
+    GIL), any other plan's worker walks its own ``plan_slices`` slice."""
+    slices = plan_slices(size, plan)
+    if len(slices) < 2 or not int(plan.get("task_mb") or 0):
+        return [iter(s) for s in slices]
+    shared = iter(sorted(piece for worker in slices for piece in worker))
+    return [shared] * len(slices)
+
+
 def candidate_plans(size, cpus):
     """The plans the throughput mode measures on ``size`` bytes with ``cpus`` CPUs, one call first.
 
     Thread counts up to min(16, cpus) (at least 2), no worker with less than 1 MiB; per-thread
     handles in case libcufile serialises I/O on one handle; unregistered buffers (kvikio does
-    not register them) in case registration costs in compat mode."""
+    not register them) in case registration costs in compat mode; 2, 4 and 8 MiB tasks (the
+    H100 host's compat path moved the most with 4 MiB, session 4's runs: 8x contiguous and
+    4x contiguous per-thread handles never led and gave way to 2 and 8 MiB tasks)."""
     limit = max(2, min(MAX_THREADS, cpus or 1))
-    grid = [(2, 0, "shared", True), (4, 0, "shared", True), (8, 0, "shared", True),
-            (4, 4, "shared", True), (8, 4, "shared", True), (16, 4, "shared", True),
-            (4, 0, "per_thread", True), (4, 4, "per_thread", True), (8, 4, "per_thread", True),
+    grid = [(2, 0, "shared", True), (4, 0, "shared", True),
+            (4, 2, "shared", True), (4, 4, "shared", True), (4, 8, "shared", True),
+            (8, 2, "shared", True), (8, 4, "shared", True), (16, 4, "shared", True),
+            (4, 4, "per_thread", True), (8, 4, "per_thread", True),
             (0, 0, "shared", False), (4, 4, "shared", False), (8, 4, "shared", False)]
     plans = [dict(PLAN_ONE_CALL)]
     for threads, task_mb, handles, registered in grid:
@@ -209,14 +224,14 @@ def host_direct(path, size, plans, rounds=2):
 
 def _host_timed(fd, op, size, plan):
     """(seconds, error) of one O_DIRECT ``op`` of the whole file as ``plan`` splits it."""
-    slices = plan_slices(size, plan)
-    pool = WorkerPool(len(slices))
-    region = mmap.mmap(-1, HOST_PIECE * len(slices))  # page-aligned, as O_DIRECT needs
+    queues = worker_queues(size, plan)
+    pool = WorkerPool(len(queues))
+    region = mmap.mmap(-1, HOST_PIECE * len(queues))  # page-aligned, as O_DIRECT needs
     views = []
     try:
         region.write(b"\xa5" * len(region))  # touch every page before the timer
-        views = [memoryview(region)[i * HOST_PIECE:(i + 1) * HOST_PIECE] for i in range(len(slices))]
-        return pool.run([_host_job(op, fd, views[i], s) for i, s in enumerate(slices)])
+        views = [memoryview(region)[i * HOST_PIECE:(i + 1) * HOST_PIECE] for i in range(len(queues))]
+        return pool.run([_host_job(op, fd, views[i], q) for i, q in enumerate(queues)])
     finally:
         for view in views:
             view.release()

@@ -27,11 +27,11 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_lib i
 )
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_io import (
     PLAN_ONE_CALL, WorkerPool, best_plans, candidate_plans, gbps, host_direct, median, plan_label,
-    plan_slices, ratio
+    plan_slices, ratio, worker_queues
 )
 
 
-FINALISTS = 2  # plans per direction measured again after the calibration
+FINALISTS = 3  # plans per direction measured again after the calibration (one run each is noisy)
 
 
 class Transfers(object):
@@ -100,8 +100,9 @@ class Transfers(object):
                                    for i, w in enumerate(warm)])
             if err:
                 raise StepError(dict(err, warm_up=True))
-            elapsed, err = pool.run([self._cufile_job(op, handles[i % len(handles)], dptr, s)
-                                     for i, s in enumerate(slices)])
+            queues = worker_queues(self.size, plan)  # task plans: one shared queue, as kvikio's pool
+            elapsed, err = pool.run([self._cufile_job(op, handles[i % len(handles)], dptr, q)
+                                     for i, q in enumerate(queues)])
         if err:
             raise StepError(err)
         return elapsed

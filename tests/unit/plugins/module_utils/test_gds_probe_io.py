@@ -47,9 +47,42 @@ def test_tasks_are_dealt_round_robin_like_kvikio():
     assert io.plan_slices(6 * MIB, {"threads": 8, "task_mb": 4}) == [[(0, 4 * MIB)], [(4 * MIB, 2 * MIB)]]
 
 
+def test_task_plans_share_one_queue_like_kvikio():
+    """Task plans hand the next task to whichever worker is free (kvikio's thread pool), so a
+    slow worker delays the transfer by at most one task; contiguous plans keep their slices."""
+    plan = {"threads": 4, "task_mb": 4}
+    queues = io.worker_queues(40 * MIB, plan)
+    assert len(queues) == 4
+    taken = [next(queues[0]) for _i in range(7)] + [next(queues[3]), next(queues[1])]
+    assert taken == [(i * 4 * MIB, 4 * MIB) for i in range(9)]  # one worker may take them all
+    assert list(queues[2]) == [(36 * MIB, 4 * MIB)] and list(queues[0]) == []
+    contiguous = io.worker_queues(40 * MIB, {"threads": 4, "task_mb": 0})
+    assert [list(q) for q in contiguous] == io.plan_slices(40 * MIB, {"threads": 4, "task_mb": 0})
+    assert [list(q) for q in io.worker_queues(8 * MIB, io.PLAN_ONE_CALL)] == [[(0, 8 * MIB)]]
+
+
+def test_a_shared_queue_gives_every_task_to_exactly_one_thread():
+    queues = io.worker_queues(1024 * MIB, {"threads": 8, "task_mb": 1})
+    got = [[] for _q in queues]
+
+    def job(i):
+        def run():
+            for piece in queues[i]:
+                got[i].append(piece)
+        return run
+    pool = io.WorkerPool(len(queues))
+    try:
+        seconds, err = pool.run([job(i) for i in range(len(queues))])
+    finally:
+        pool.close()
+    assert err is None and seconds >= 0
+    assert covered(got, 1024 * MIB)
+
+
 def test_candidate_plans_follow_the_cpus_and_the_size():
     big = io.candidate_plans(1024 * MIB, 16)
-    assert big[0] == io.PLAN_ONE_CALL and len(big) == 13
+    assert big[0] == io.PLAN_ONE_CALL and len(big) == 14
+    assert {p["task_mb"] for p in big} == {0, 2, 4, 8}
     assert len(set(io.plan_label(p) for p in big)) == len(big)
     assert max(p["threads"] for p in big) == 16
     assert {p["handles"] for p in big} == {"shared", "per_thread"} and {p["registered"] for p in big} == {True, False}

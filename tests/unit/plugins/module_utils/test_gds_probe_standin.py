@@ -233,5 +233,5 @@ def test_throughput_mode_every_plan_of_a_16_cpu_host(tmp_path, libs):
     assert tuned.get("error") is None, tuned.get("error")
     assert [c["plan"] for c in tuned["candidates"]] == probe_io.candidate_plans(32 << 20, 16)
     assert not [c for c in tuned["candidates"] if c.get("error")]
-    assert [len(tuned[d + "_finalists"]) for d in ("write", "read")] == [2, 2]
+    assert [len(tuned[d + "_finalists"]) for d in ("write", "read")] == [3, 3]
     assert tuned["verify"]["ok"] is True and entry["removed"] is True and os.listdir(str(probe_dir)) == []
