@@ -116,7 +116,8 @@ class PlanRunner(object):
     """The stages' runner: the real one over a :class:`StageModule` (so a command marked
     ``mutates`` is skipped), each distinct read-only command run once per plan - nothing writes
     while planning, so the host's answer cannot change between two stages asking the same thing
-    (``ofed_info -s``, ``dkms status``)."""
+    (``ofed_info -s``, ``dkms status``), nor before the facts read after them. A command run in
+    a directory of its own (the cuFile probe child) is not a read: it always runs."""
 
     def __init__(self, runner):
         self._runner = runner
@@ -131,7 +132,7 @@ class PlanRunner(object):
         return self._runner.which(name, required=required)
 
     def run(self, argv, check=True, mutates=False, data=None, environ=None, cwd=None, hint=None):
-        if mutates or data is not None:
+        if mutates or data is not None or cwd is not None:
             return self._runner.run(argv, check=check, mutates=mutates, data=data, environ=environ, cwd=cwd, hint=hint)
         key = (tuple(str(a) for a in argv), tuple(sorted((environ or {}).items())), cwd)
         if key not in self._answers:
@@ -209,6 +210,6 @@ def plan(module, params, paths, runner):
     probe_asked = facts_params["probe"]
     # the probe is the verify of a converged host; a host about to change is probed after the change
     facts_params["probe"] = bool(probe_asked and converged)
-    facts = gds_facts.gather(facts_params, paths, runner, tmp_root=module.tmpdir)
+    facts = gds_facts.gather(facts_params, paths, stage_runner, tmp_root=module.tmpdir)
     facts["probe"]["deferred"] = bool(probe_asked and not facts_params["probe"])
     return {"stages": stages, "converged": converged, "facts": facts}
