@@ -7,15 +7,22 @@ controller, never on the GPU host) and add ``gds.cufile.valid`` / ``gds.cufile.f
 
 The module stays usable without this step: when jsonschema or the validator cannot be
 imported, ``gds.cufile.validator`` says why and ``valid`` is null.
+
+As the task of role gds_verify, the action first checks the role's variables against the role's
+``meta/argument_specs.yml`` (``role_args.check``, as gds_plan does for every role), so a
+playbook can turn Ansible's own check - a second task per host - off (verify.yml does) and an
+error still names the variable the user sets.
 """
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, verdict_line, warm
 
 MODULE = "gpudirect.storage.gds_facts"
+ROLE = "gds_verify"
 
 
 class ActionModule(ActionBase):
@@ -26,6 +33,13 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
+        if self._role_name() == ROLE:
+            variables = task_vars or {}
+            errors = role_args.check(ROLE, self._templar.copy_with_new_env(available_variables=variables), variables, {})
+            if errors:
+                return dict(result, failed=True, changed=False, msg=(
+                    "the variables of role %s are invalid (its meta/argument_specs.yml): %s - nothing was run on the host"
+                    % (ROLE, "; ".join(errors))))
         result.update(self._execute_module(module_name=MODULE, module_args=self._task.args, task_vars=task_vars))
         gds = (result.get("ansible_facts") or {}).get("gds")
         if isinstance(gds, dict):
@@ -33,6 +47,11 @@ class ActionModule(ActionBase):
             if not result.get("failed"):
                 result["msg"] = verdict_line(gds)
         return shown(result)
+
+    def _role_name(self):
+        """The short name of the role this task belongs to, or None."""
+        role = getattr(self._task, "_role", None)
+        return role.get_name(include_role_fqcn=False) if role is not None else None
 
 
 # Ansible's strategy imports action plugins in its main process before it forks a worker per

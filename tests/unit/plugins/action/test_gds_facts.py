@@ -152,3 +152,29 @@ def test_no_libcufile_on_the_host_is_validated_against_the_newest_release_and_sa
     results.validate_cufile(facts)
     assert facts["cufile"]["valid"] is True and facts["cufile"]["libcufile_release"] == "1.15"
     assert facts["cufile"]["note"].startswith("no libcufile found on the host: validated against libcufile 1.15")
+
+
+def run_in_role(role_name, task_vars):
+    """The action as a task of role ``role_name`` (None: a task of a playbook)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
+    out = {"changed": False, "ansible_facts": {"gds": gds()}}
+    with mock.patch.object(action.ActionModule, "_role_name", lambda self: role_name):
+        return run_with_module_result(action, action.MODULE, {"probe": False}, out, task_vars=task_vars,
+                                      templar=Templar(loader=DataLoader(), variables=task_vars))
+
+
+def test_in_the_gds_verify_role_its_variables_are_checked_in_this_one_task():
+    """verify.yml turns Ansible's own per-host role check off (a second task per host): the
+    action checks the role's variables against its argument spec itself, naming the variable,
+    before anything runs on the host."""
+    bad = {"gds_verify_require_mode": "fastest", "gds_verify_probe_size_mb": "lots"}
+    result, execute = run_in_role("gds_verify", bad)
+    assert result["failed"] and execute.call_count == 0 and result["changed"] is False
+    assert "gds_verify_require_mode" in result["msg"] and "gds_verify_probe_size_mb" in result["msg"]
+    assert "nothing was run" in result["msg"]
+    result, execute = run_in_role("gds_verify", {"gds_verify_require_mode": "compat", "gds_verify_probe_size_mb": 16})
+    assert not result.get("failed") and execute.call_count == 1
+    result, execute = run_in_role(None, bad)  # a playbook's own gds_facts task: its options are the module's
+    assert not result.get("failed") and execute.call_count == 1
