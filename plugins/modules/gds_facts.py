@@ -79,8 +79,8 @@ options:
       - Throughput mode. After the default (verified) write and read, measure several ways of
         splitting the same transfer on the same file - one call, 2 to 16 threads each issuing
         C(cuFileWrite)/C(cuFileRead) on a contiguous slice or on 2, 4 or 8 MiB tasks taken from one
-        shared queue (the way kvikio's thread pool splits a request), shared or per-thread cuFile handles, registered or
-        unregistered buffers - measure the three best plans per direction 3 more times each and
+        shared queue (the way kvikio's thread pool splits a request), shared or per-thread cuFile
+        handles, registered or unregistered buffers - measure the three best plans per direction 3 more times each and
         report the best median in C(gds.throughput.tuned), with the plans chosen, a read of the
         chosen plan verified byte for byte and the storage's own O_DIRECT speed with the same plans.
       - A failure of the throughput mode is reported in C(gds.throughput.tuned.error); the verdict

@@ -11,9 +11,10 @@ imports, and names that do not clash with the other parts.
 * I/O plans (pure, unit-tested): a plan is ``{"threads", "task_mb", "handles"}`` - ``threads``
   0 is one call for the whole buffer; else each of ``threads`` workers gets one contiguous
   slice (``task_mb`` 0) or takes ``task_mb`` MiB tasks from one shared queue as it becomes free
-  (kvikio's thread pool splits a request into 4 MiB tasks the same way); ``handles`` ``per_thread`` gives each worker its own file
-  descriptor and cuFile handle. ``candidate_plans`` is the grid the throughput mode measures,
-  ``best_plan`` picks from the measurements, ``ratio`` is the GPU/storage ratio.
+  (kvikio's thread pool splits a request into 4 MiB tasks the same way); ``handles``
+  ``per_thread`` gives each worker its own file descriptor and cuFile handle.
+  ``candidate_plans`` is the grid the throughput mode measures, ``best_plan`` picks from the
+  measurements, ``ratio`` is the GPU/storage ratio.
 * ``WorkerPool``: persistent threads (as kvikio keeps). A thread's first cuFile I/O sets up
   libcufile's per-thread state (compat mode: its bounce buffers); the pool runs it untimed.
 * ``host_direct``: the same file read and written with O_DIRECT into host memory (os.preadv /
