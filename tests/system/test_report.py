@@ -197,3 +197,20 @@ def test_example_inventory_documents_every_role_variable():
         for entry in yaml.safe_load(open(spec))["argument_specs"].values():
             missing += ["%s: %s" % (role, o) for o in entry.get("options") or {} if o + ":" not in text]
     assert missing == []
+
+
+def test_verify_yml_names_a_bad_role_variable_and_runs_nothing(tmp_path):
+    """verify.yml imports gds_verify with rolespec_validate: false; its one task (the gds_facts
+    action) checks the role's variables itself: the error names the variables the user set, not
+    the module's options, and the module never ran (no facts in the result)."""
+    res = run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+               os.path.join(ROOT, "playbooks/verify.yml"),
+               "-e", "gds_verify_require_mode=fastest", "-e", "gds_verify_probe_size_mb=lots"],
+              env={"GDS_REPORT_DIR": str(tmp_path / "reports"), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"},
+              check=False, timeout=300)
+    out = res.stdout
+    assert res.returncode == 2, out[-4000:]
+    failure = json.loads(out[out.index("fatal: [localhost]: FAILED! => ") + 31:].split("\n", 1)[0])
+    assert "gds_verify_require_mode" in failure["msg"] and "gds_verify_probe_size_mb" in failure["msg"], failure
+    assert "nothing was run on the host" in failure["msg"] and "ansible_facts" not in failure, failure
+    assert "Validating arguments against arg spec" not in out  # Ansible's own per-host check is off
