@@ -22,7 +22,8 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, verdict_line, warm
 
 MODULE = "gpudirect.storage.gds_facts"
-ROLE = "gds_verify"
+# the role whose task this module is (gds_verify), from the one role -> module mapping
+ROLE = next(role for role, (_option, module, _left_out) in role_args.STAGE_ROLES.items() if module == MODULE)
 
 
 class ActionModule(ActionBase):

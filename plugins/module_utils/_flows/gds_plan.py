@@ -116,8 +116,8 @@ class PlanRunner(object):
     """The stages' runner: the real one over a :class:`StageModule` (so a command marked
     ``mutates`` is skipped), each distinct read-only command run once per plan - nothing writes
     while planning, so the host's answer cannot change between two stages asking the same thing
-    (``ofed_info -s``, ``dkms status``), nor before the facts read after them. A command run in
-    a directory of its own (the cuFile probe child) is not a read: it always runs."""
+    (``ofed_info -s``, ``dkms status``), nor before the facts read after them. The cuFile probe
+    child runs in a new directory each time, so it is never answered from memory."""
 
     def __init__(self, runner):
         self._runner = runner
@@ -132,7 +132,7 @@ class PlanRunner(object):
         return self._runner.which(name, required=required)
 
     def run(self, argv, check=True, mutates=False, data=None, environ=None, cwd=None, hint=None):
-        if mutates or data is not None or cwd is not None:
+        if mutates or data is not None:
             return self._runner.run(argv, check=check, mutates=mutates, data=data, environ=environ, cwd=cwd, hint=hint)
         key = (tuple(str(a) for a in argv), tuple(sorted((environ or {}).items())), cwd)
         if key not in self._answers:
