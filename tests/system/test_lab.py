@@ -23,6 +23,11 @@ def test_lab_up_ssh_isolated_and_down_leaves_nothing(n, tmp_path):
                    "-a", "systemctl is-system-running --wait", "-o"], check=False)
         ok = [line for line in res.stdout.splitlines() if "rc=0" in line and "running" in line]
         assert len(ok) == n, res.stdout[-3000:]
+        # each host's systemd manages a cgroup tree of its own: in a shared one, one host's
+        # finished unit removes the cgroup another host is starting the same unit in
+        # ("Failed at step CGROUP", a degraded host under load)
+        trees = [_init_cgroup(lab.name, i) for i in range(n)]
+        assert len(set(trees)) == n, trees
         first = lab.hosts[0]
         netns = _first_netns(lab.name)
         routes = run(["ip", "-n", netns, "route", "show"]).stdout
@@ -35,6 +40,19 @@ def test_lab_up_ssh_isolated_and_down_leaves_nothing(n, tmp_path):
     finally:
         lab.down()
     assert orphans() == set()
+
+
+def _init_cgroup(lab_name, index):
+    """The cgroup of host ``index``'s init (systemd), as the controller sees it."""
+    with open(os.path.join("/var/lib/gpudirect-lab", lab_name, "state.json")) as f:
+        nspawn_pid = json.load(f)["hosts"][index]["pid"]
+    with open("/proc/%d/task/%d/children" % (nspawn_pid, nspawn_pid)) as f:
+        init_pid = int(f.read().split()[0])
+    with open("/proc/%d/cgroup" % init_pid) as f:
+        lines = f.read().splitlines()
+    # the hierarchy nspawn places a container in: systemd's named v1 one, else the unified one
+    named = [l for l in lines if ":name=systemd:" in l] or [l for l in lines if l.startswith("0::")]
+    return named[0].split(":", 2)[2]
 
 
 def _first_netns(lab_name):
