@@ -58,7 +58,19 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        roles = self._validated(dict((k, v) for k, v in self._task.args.items() if k == "roles"), ("roles",))["roles"]
+        task_args = dict(self._task.args)
+        first = ("roles", "select_from_variables")
+        picked = self._validated(dict((k, v) for k, v in task_args.items() if k in first), first)
+        roles = picked["roles"]
+        if picked["select_from_variables"]:
+            if roles:
+                raise AnsibleActionFail("roles and select_from_variables are mutually exclusive", obj=self._task.args)
+            selected, problem = _role_args.selection(self._templar, task_vars or {})
+            if problem:
+                return dict(result, failed=True, msg=problem)
+            result["preflight_only"] = selected.pop("preflight_only")
+            roles = selected.pop("roles")
+            task_args = dict(selected, **task_args)
         filled = {}
         if roles:
             # the roles' own argument checks and option mappings, in this one task (role_args.py):
@@ -66,7 +78,7 @@ class ActionModule(ActionBase):
             filled, problem = _role_args.from_roles(roles, self._templar, task_vars or {})
             if problem:
                 return dict(result, failed=True, msg=problem)
-        args = self._validated(dict(filled, **self._task.args))
+        args = self._validated(dict(filled, **task_args))
         warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
         if problem:
             return dict(result, failed=True, msg=problem, warnings=warnings)

@@ -112,6 +112,23 @@ options:
     elements: str
     default: []
     choices: [gds_plan, mofed, nvidia_fs, cufile, gds_preflight, gds_verify]
+  select_from_variables:
+    description:
+      - Plan as C(playbooks/site.yml) does (the gds_plan role's task) - O(roles) are the roles the
+        gds_plan role's variables select, and O(rollout_group), O(converged_group) and
+        O(unknown_variables) not given in the task come from C(gds_plan_rollout_group),
+        C(gds_plan_converged_group) and C(gds_plan_unknown_variables).
+      - The stages are C(gds_plan_stages), by default those with C(gds_<stage>_enabled) true that
+        C(--tags) selects and C(--skip-tags) does not skip; the preflight checks and the verify
+        follow C(gds_plan_preflight) and C(gds_plan_verify), by default C(gds_preflight_enabled) and
+        C(gds_verify_enabled) unless their tag is skipped. A preflight-only run
+        (C(gds_plan_preflight_only), by default C(--tags preflight) without a stage or C(verify) tag)
+        joins no group.
+      - The gds_plan role's variables are checked against its argument spec first; an error names
+        the variable.
+      - Mutually exclusive with O(roles).
+    type: bool
+    default: false
 seealso:
   - module: gpudirect.storage.gds_preflight
   - module: gpudirect.storage.gds_facts
@@ -157,6 +174,10 @@ preflight:
       (as M(gpudirect.storage.gds_preflight) returns them; a failed host shows them with C(-v)).
   returned: when O(preflight) is set
   type: dict
+preflight_only:
+  description: A preflight-only run - the host joined no group (O(select_from_variables)).
+  returned: when O(select_from_variables) is true
+  type: bool
 msg:
   description: The plan in one line (stages that would change, GDS now), or why the host failed.
   returned: always

@@ -45,13 +45,15 @@ def host_vars(**overrides):
     return out
 
 
-def run_roles(roles=None, **overrides):
-    """(result, execute mock) of the action as roles/gds_plan calls it (its other options templated
-    from the same variables, as Ansible does before the action runs), with a real templar."""
+def run_roles(roles=None, select=False, **overrides):
+    """(result, execute mock) of the action with ``roles`` (its other options templated from the
+    same variables, as Ansible does before the action runs) or, with ``select``, as roles/gds_plan
+    calls it (select_from_variables), with a real templar."""
     loader = DataLoader()
     task_vars = host_vars(**overrides)
-    args = {"roles": roles or ALL,
-            "unknown_variables": Templar(loader=loader, variables=task_vars).template(task_vars["gds_plan_unknown_variables"])}
+    args = {"select_from_variables": True} if select else {
+        "roles": roles or ALL,
+        "unknown_variables": Templar(loader=loader, variables=task_vars).template(task_vars["gds_plan_unknown_variables"])}
     with patch.object(action, "load_extra_vars", return_value={}):
         return run_with_module_result(action, "gpudirect.storage.gds_plan", args,
                                       module_result(), task_vars, templar=Templar(loader=loader))

@@ -45,6 +45,7 @@ def controller_options():
         unknown_variables=dict(type="str", default="fail", choices=["fail", "warn", "ignore"]),
         roles=dict(type="list", elements="str", default=[],
                    choices=["gds_plan", "mofed", "nvidia_fs", "cufile", "gds_preflight", "gds_verify"]),
+        select_from_variables=dict(type="bool", default=False),
     )
 
 

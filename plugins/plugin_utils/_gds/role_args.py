@@ -14,6 +14,7 @@ import os
 import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.dataloader import DataLoader
 from ansible.utils.vars import combine_vars
 
@@ -30,6 +31,7 @@ STAGE_ROLES = {
     "gds_verify": ("facts", "gpudirect.storage.gds_facts", ("require_mode", "require_proven")),
 }
 GATE_OPTIONS = ("require_mode", "require_proven")
+SELECTABLE_STAGES = ("mofed", "nvidia_fs", "cufile")  # each also a tag of site.yml
 _FILES = {}
 
 
@@ -118,6 +120,50 @@ def module_args(role, templar, resolved=None):
     return dict((k, v) for k, v in args.items() if k not in left_out), dict((k, args[k]) for k in left_out if k in args)
 
 
+def _invalid(errors):
+    return ("the role variables are invalid (the argument specs of the roles): %s - nothing was changed"
+            % "; ".join(errors))
+
+
+def selection(templar, task_vars):
+    """(the options site.yml's plan task takes from the gds_plan role's variables - ``roles``,
+    ``rollout_group``, ``converged_group``, ``unknown_variables`` - and ``preflight_only``; an
+    error message or None). Unset, gds_plan_stages / _preflight / _verify / _preflight_only are
+    derived here from gds_<stage>_enabled and --tags / --skip-tags, not by Jinja defaults, which
+    Ansible would compile again at every reference, on every host."""
+    role_variables = variables(task_vars)
+    templar = templar.copy_with_new_env(available_variables=role_variables)
+    resolved = {}
+    errors = ["gds_plan: %s" % e for e in check("gds_plan", templar, role_variables, resolved)]
+    if errors:
+        return None, _invalid(errors)
+    run_tags = set(task_vars.get("ansible_run_tags") or ["all"])
+    skip_tags = set(task_vars.get("ansible_skip_tags") or [])
+
+    def switch(name, default):
+        value = resolved[name] if name in resolved else templar.template(role_variables.get(name, default))
+        return boolean(value, strict=False)
+
+    if resolved.get("gds_plan_stages") is not None:
+        stages = [s for s in SELECTABLE_STAGES if s in resolved["gds_plan_stages"]]
+    else:
+        chosen = SELECTABLE_STAGES if "all" in run_tags else run_tags
+        stages = [s for s in SELECTABLE_STAGES
+                  if switch("gds_%s_enabled" % s, True) and s in chosen and s not in skip_tags]
+    preflight, verify, preflight_only = (
+        switch("gds_plan_preflight", True) if resolved.get("gds_plan_preflight") is not None
+        else switch("gds_preflight_enabled", True) and "preflight" not in skip_tags,
+        switch("gds_plan_verify", True) if resolved.get("gds_plan_verify") is not None
+        else switch("gds_verify_enabled", True) and "verify" not in skip_tags,
+        switch("gds_plan_preflight_only", False) if resolved.get("gds_plan_preflight_only") is not None
+        else not stages and "preflight" in run_tags and "verify" not in run_tags)
+    roles = ["gds_plan"] + stages + (["gds_preflight"] if preflight else []) + (["gds_verify"] if verify else [])
+    return dict(roles=roles, preflight_only=preflight_only,
+                rollout_group="" if preflight_only else resolved.get("gds_plan_rollout_group", "gds_rollout"),
+                converged_group="" if preflight_only else resolved.get("gds_plan_converged_group", "gds_converged"),
+                unknown_variables=resolved.get("gds_plan_unknown_variables", "fail")), None
+
+
 def from_roles(roles, templar, task_vars):
     """(gds_plan options filled from ``roles``, error message or None). The roles' variables are
     all checked before any option is built, so one run names every bad variable."""
@@ -127,8 +173,7 @@ def from_roles(roles, templar, task_vars):
     for role in roles:
         errors += ["%s: %s" % (role, e) for e in check(role, templar, role_variables, resolved)]
     if errors:
-        return {}, ("the role variables are invalid (the argument specs of the roles): %s - nothing was changed"
-                    % "; ".join(errors))
+        return {}, _invalid(errors)
     options = {}
     for role in roles:
         if role in STAGE_ROLES:
@@ -143,7 +188,7 @@ def warm():
     """Read the roles' files once in the importing process (the controller's main process, before
     it forks a worker per host)."""
     try:
-        for role in STAGE_ROLES:
+        for role in ("gds_plan",) + tuple(STAGE_ROLES):  # every role from_roles and selection read
             _role_files(role)
     except Exception:  # pylint: disable=broad-except
         _FILES.clear()  # read again (and then reported) when a host is planned
