@@ -63,7 +63,7 @@ def remove(lab, timeout=5.0):
         deadline = time.time() + timeout
         while os.path.isdir(top):
             left = []
-            for dirpath, _, _ in os.walk(top, topdown=False):
+            for dirpath, dummy_dirs, dummy_files in os.walk(top, topdown=False):
                 try:
                     os.rmdir(dirpath)
                 except OSError as exc:
