@@ -1,0 +1,213 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Compiled bytecode of a module's payload, kept on the host between runs. PRIVATE to the collection.
+
+Ansible ships a module as a zip (AnsiballZ) of Python *sources* and Python compiles every source
+it imports again on every run: for gds_plan that is about 0.1 s of host CPU per host and run, as
+much as the rest of a converged plan. :func:`enable` puts a finder in front of the zip for this
+collection's module_utils and Ansible's: a module's code object is read from
+``~/.ansible/pycache/gpudirect.storage/<sha256 of interpreter magic, name and source>`` when that
+file is there, else compiled from the zip's source and written there (atomically, mode 0600) for
+the next run - what ``__pycache__`` does for a module on disk. A changed source has another key,
+so a stale entry is never used; the oldest entries beyond :data:`MAX_ENTRIES` are removed.
+
+The directory must belong to the user the module runs as and be writable by nobody else, and a
+cache file must belong to that user, or the cache is not read (as with ``__pycache__``, whoever can
+write it can run code as that user). ``GPUDIRECT_BYTECODE_CACHE=off`` in the task's environment
+turns it off (another value: the directory to use); so does coverage, whose reports need the
+code's real file names. With ``PYTHONDONTWRITEBYTECODE`` (``python -B``) entries are read, not
+written, as Python does. Any error reading or writing falls back to compiling, as without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import marshal
+import os
+import stat
+import sys
+import tempfile
+import zipimport
+
+ENV = "GPUDIRECT_BYTECODE_CACHE"
+DEFAULT_DIR = os.path.join("~", ".ansible", "pycache", "gpudirect.storage")
+MAX_ENTRIES = 512
+# What is cached: this collection's module_utils and Ansible's (the modules themselves are run by
+# runpy, outside any finder). Others (a user's collections bundled in) compile as usual.
+PREFIXES = ("ansible_collections.gpudirect.storage.", "ansible.module_utils.")
+
+
+def cache_key(name, source):
+    """The entry's file name: the interpreter's bytecode magic, the module's name, its source."""
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    digest.update(name.encode("utf-8") + b"\0")
+    digest.update(source)
+    return digest.hexdigest()
+
+
+def cache_dir(environ, expanduser=os.path.expanduser):
+    """The directory from the environment, or None when the cache is off."""
+    value = environ.get(ENV, "").strip()
+    if value.lower() in ("off", "false", "no", "0"):
+        return None
+    return expanduser(value or DEFAULT_DIR)
+
+
+def owned_privately(st, uid):
+    """A directory or file the cache may trust: the user's own, writable by nobody else."""
+    return st.st_uid == uid and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def prepare_dir(path, uid):
+    """Create the cache directory (0700) when missing; True when it is safe to use."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and owned_privately(st, uid)
+
+
+def read_code(path, uid):
+    """The code object cached at path, or None (missing, not trusted, unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not owned_privately(os.fstat(f.fileno()), uid):
+                return None
+            return marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
+def write_code(directory, key, code):
+    """Write the entry atomically (temporary file, then rename); errors are ignored."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(marshal.dumps(code))
+        os.replace(tmp, os.path.join(directory, key))
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def prune(directory, keep=MAX_ENTRIES):
+    """Remove the oldest entries beyond ``keep`` (by modification time); errors are ignored."""
+    try:
+        with os.scandir(directory) as entries:
+            found = [(e.stat().st_mtime, e.path) for e in entries if not e.name.startswith(".")]
+    except OSError:
+        return
+    for _mtime, path in sorted(found)[:max(0, len(found) - keep)]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+class CachedLoader(object):
+    """Loads the modules of one directory of the zip (one zip importer): the cached code object,
+    or the zip's source compiled."""
+
+    def __init__(self, importer, archive, directory, uid, write):
+        self.importer = importer
+        self.archive = archive
+        self.directory = directory
+        self.uid = uid
+        self.write = write
+
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module):
+        spec = module.__spec__
+        source = spec.loader_state  # read by find_spec
+        key = cache_key(spec.name, source)
+        code = read_code(os.path.join(self.directory, key), self.uid)
+        if code is None:
+            # the name inside the zip, not the zip's temporary path: the same on every run
+            code = compile(source, os.path.relpath(spec.origin, self.archive), "exec", dont_inherit=True)
+            if self.write:
+                write_code(self.directory, key, code)
+                prune(self.directory)
+        exec(code, module.__dict__)
+
+    # what tracebacks (linecache) and resource readers ask a loader for
+    def get_source(self, fullname):
+        return self.importer.get_source(fullname)
+
+    def get_data(self, path):
+        return self.importer.get_data(path)
+
+    def is_package(self, fullname):
+        return self.importer.is_package(fullname)
+
+
+class CachedFinder(object):
+    """A meta path finder for the submodules of PREFIXES' packages inside one zip archive (a
+    zip importer answers for one directory of the zip: one loader per package directory)."""
+
+    def __init__(self, archive, directory, uid, write=True):
+        self.archive = archive
+        self.directory = directory
+        self.uid = uid
+        self.write = write
+        self.loaders = {}
+
+    def loader(self, entry):
+        if entry not in self.loaders:
+            self.loaders[entry] = CachedLoader(zipimport.zipimporter(entry), self.archive, self.directory, self.uid,
+                                               self.write)
+        return self.loaders[entry]
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not path or not fullname.startswith(PREFIXES):
+            return None  # top-level packages: tiny, left to zipimport
+        entry = path[0]
+        if not entry.startswith(self.archive + os.sep):
+            return None
+        # the source's path in the zip, named here: zipimporter.get_filename compiles the module
+        # to answer (Python 3.8-3.12), which is the very cost this finder saves
+        last = fullname.rpartition(".")[2]
+        try:
+            loader = self.loader(entry)
+            is_package = loader.importer.is_package(fullname)
+            origin = os.path.join(entry, last, "__init__.py") if is_package else os.path.join(entry, last + ".py")
+            source = loader.importer.get_data(origin)
+        except Exception:  # ZipImportError, OSError: not in this zip as a source; the usual finders decide
+            return None
+        spec = importlib.util.spec_from_loader(fullname, loader, origin=origin, is_package=is_package)
+        spec.has_location = True  # __file__ as zipimport sets it
+        spec.loader_state = source
+        if is_package:
+            spec.submodule_search_locations = [os.path.dirname(origin)]
+        return spec
+
+
+def enable(loader, environ=None, uid=None, modules=None, write=None):
+    """Install the finder when ``loader`` (a module_util's ``__loader__``) is AnsiballZ's zip
+    importer and the cache directory is usable; True when installed. A no-op elsewhere (tests,
+    an exploded module, coverage) and when already installed."""
+    archive = getattr(loader, "archive", None)
+    if not archive or not hasattr(loader, "get_filename") or "coverage" in (sys.modules if modules is None else modules):
+        return False
+    if any(isinstance(f, CachedFinder) for f in sys.meta_path):
+        return False
+    directory = cache_dir(os.environ if environ is None else environ)
+    uid = os.geteuid() if uid is None else uid
+    if directory is None or not prepare_dir(directory, uid):
+        return False
+    write = not sys.flags.dont_write_bytecode if write is None else write
+    sys.meta_path.insert(0, CachedFinder(archive, directory, uid, write))
+    return True
