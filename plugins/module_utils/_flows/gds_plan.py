@@ -20,6 +20,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.apt_dnf import PackageMemo
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
 
@@ -123,10 +124,12 @@ class PlanRunner(object):
     def __init__(self, runner):
         self._runner = runner
         self._answers = {}
+        self.package_memo = PackageMemo()  # the package queries (apt_dnf.Backend.query)
 
     def for_stage(self, stage):
         other = PlanRunner(self._runner.for_module(stage))
         other._answers = self._answers  # shared by the stages of one plan
+        other.package_memo = self.package_memo
         return other
 
     def which(self, name, required=False):
@@ -147,15 +150,24 @@ class PlanRunner(object):
         return getattr(self._runner, name)
 
 
-def stage_spec(name):
-    """(argument_spec, validator keyword arguments, execute(module, paths, runner)) of a stage;
-    imported here so that only the stages asked for are compiled on the target."""
+def stage_flow(name):
+    """The flow module of a package stage (mofed, nvidia_fs), or None; imported here so that only
+    the stages asked for are compiled on the target."""
     if name == "mofed":
         from ansible_collections.gpudirect.storage.plugins.module_utils._flows import mofed as flow
-        return flow.argument_spec(), {}, flow.execute
+        return flow
     if name == "nvidia_fs":
         from ansible_collections.gpudirect.storage.plugins.module_utils._flows import nvidia_fs as flow
-        return flow.argument_spec(), {"required_together": flow.REQUIRED_TOGETHER}, flow.execute
+        return flow
+    return None
+
+
+def stage_spec(name):
+    """(argument_spec, validator keyword arguments, execute(module, paths, runner)) of a stage."""
+    flow = stage_flow(name)
+    if flow is not None:
+        kwargs = {"required_together": flow.REQUIRED_TOGETHER} if name == "nvidia_fs" else {}
+        return flow.argument_spec(), kwargs, flow.execute
     from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
     from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as cfg
 
@@ -176,12 +188,27 @@ def validate(spec, kwargs, args):
     return res.validated_parameters
 
 
-def plan_stage(name, module, args, paths, runner):
-    """One stage's check-mode result, with ``failed`` and ``msg`` when it failed (``runner``: a
-    :class:`PlanRunner`)."""
+def prepare_stage(name, args, runner):
+    """(validated parameters, execute) of a stage, or the StageFailed naming a bad option; the
+    packages it will query are announced to the plan's package memo (one query for all stages)."""
     try:
         spec, kwargs, execute = stage_spec(name)
         params = validate(spec, kwargs, args)
+    except StageFailed as exc:
+        return exc
+    flow = stage_flow(name)
+    if flow is not None:
+        runner.package_memo.expect(flow.package_names(params))
+    return params, execute
+
+
+def plan_stage(module, prepared, paths, runner):
+    """One stage's check-mode result, with ``failed`` and ``msg`` when it failed (``prepared``:
+    what :func:`prepare_stage` returned; ``runner``: a :class:`PlanRunner`)."""
+    try:
+        if isinstance(prepared, StageFailed):
+            raise prepared
+        params, execute = prepared
         stage = StageModule(module, params)
         return dict(execute(stage, paths, runner.for_stage(stage)), failed=False)
     except StageFailed as exc:
@@ -195,11 +222,11 @@ def is_converged(stages):
 
 def plan(module, params, paths, runner):
     """{stages: {name: result}, converged, facts}; never changes the host."""
-    stages = {}
     stage_runner = PlanRunner(runner)
-    for name in STAGES:
-        if params.get(name) is not None:
-            stages[name] = plan_stage(name, module, params[name], paths, stage_runner)
+    prepared = dict((name, prepare_stage(name, params[name], stage_runner))
+                    for name in STAGES if params.get(name) is not None)
+    stages = dict((name, plan_stage(module, prepared[name], paths, stage_runner))
+                  for name in STAGES if name in prepared)
     converged = is_converged(stages)
     try:
         facts_params = validate(gds_facts.argument_spec(), {}, params.get("facts"))

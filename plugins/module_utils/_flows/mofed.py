@@ -41,10 +41,14 @@ def repo_change(module, paths, backend):
     return ch
 
 
+def package_names(params):
+    """The packages the stage reads besides the RDMA stack's own (ofed.query_names)."""
+    return ["nvidia-fs-dkms"] + [e.partition("=")[0] for e in params["extra_packages"]]
+
+
 def run(module, paths, runner, backend, result):
     p = module.params
-    names = ofed.query_names(backend.family) + ["nvidia-fs-dkms"] + \
-        [e.partition("=")[0] for e in p["extra_packages"]]
+    names = ofed.query_names(backend.family) + package_names(p)
     installed, available = backend.query(names)
     current = ofed.detect(installed, ofed_info(runner))
     result.update(current=current, installed_version=current["version"], version=current["version"])

@@ -3,9 +3,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The nvidia_fs module's sequence: collect -> preflight -> plan -> act. PRIVATE to the collection.
 
-Kept out of plugins/modules/nvidia_fs.py so the module stays docs + argspec + glue. Every
-decision is delegated to the pure functions of _kernel.nvfs / _kernel.kmod / _packages; this class only
-collects facts (HostPaths, read-only commands), orders the steps and records ``actions``.
+Every decision is delegated to the pure functions of _kernel.nvfs / _kernel.kmod / _packages; this
+class only collects facts (HostPaths, read-only commands), orders the steps and records ``actions``.
 Every step that changes the host is skipped in check mode (Runner mutates=True, apply_file).
 """
 
@@ -151,16 +150,9 @@ class NvidiaFs(object):
         return (have or select_version(avail, None)), None
 
     # ------------------------------------------------------------------ run
-    def specs(self):
-        out = {}
-        for spec in self.p["packages"] + self.p["extra_packages"]:
-            name, ver = split_spec(spec)
-            out[name] = ver
-        return out
-
     def run(self):
         p = self.p
-        specs = self.specs()
+        specs = package_specs(p)
         names = list(specs) + ofed.query_names(self.backend.family)
         installed, available = self.backend.query(names)
         self.r["packages"]["before"] = dict((n, installed[n]) for n in specs if n in installed)
@@ -373,6 +365,16 @@ def argument_spec():
 
 
 REQUIRED_TOGETHER = [("mok_key", "mok_cert")]
+
+
+def package_specs(params):
+    """{package: version or None} of the packages and extra_packages options."""
+    return dict(split_spec(spec) for spec in params["packages"] + params["extra_packages"])
+
+
+def package_names(params):
+    """The packages the stage reads besides the RDMA stack's own (gds_plan's one query)."""
+    return list(package_specs(params))
 
 
 def execute(module, paths, runner):

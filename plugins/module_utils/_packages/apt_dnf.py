@@ -265,16 +265,54 @@ def check_argv(argv):
     return argv
 
 
-class Apt(object):
-    family = "apt"
-    lock_names = ("dpkg_lock", "dpkg_lock_backend")
+class PackageMemo(object):
+    """The package queries of one plan (gds_plan: every stage in check mode, nothing changes the
+    host meanwhile), answered per name: the first query also asks every name the other stages
+    will ask (:meth:`expect`), so one query - on EL 9 one ``dnf repoquery``, which loads every
+    repository's metadata - answers them all. The installed and candidate versions of a name do
+    not depend on the other names of a query."""
+
+    def __init__(self):
+        self.expected = set()
+        self.known = set()
+        self.installed = {}
+        self.available = {}
+
+    def expect(self, names):
+        self.expected.update(names)
+
+    def query(self, names, query):
+        missing = set(names) - self.known
+        if missing:
+            ask = sorted(missing | (self.expected - self.known))
+            installed, available = query(ask)
+            self.known.update(ask)
+            self.installed.update(installed)
+            self.available.update(available)
+        return (dict((n, self.installed[n]) for n in names if n in self.installed),
+                dict((n, self.available[n]) for n in names if n in self.available))
+
+
+class Backend(object):
+    """What apt and dnf share: the runner, the lock timeout and the (memoized) query."""
 
     def __init__(self, runner, lock_timeout=120):
         self.runner = runner
         self.lock_timeout = int(lock_timeout)
 
     def query(self, names):
+        """({name: installed version}, {name: [available versions]}) for the names; the runner's
+        ``package_memo`` (a plan's :class:`PackageMemo`) answers when it has one."""
         names = sorted(set(names))
+        memo = getattr(self.runner, "package_memo", None)
+        return memo.query(names, self.query_now) if memo is not None else self.query_now(names)
+
+
+class Apt(Backend):
+    family = "apt"
+    lock_names = ("dpkg_lock", "dpkg_lock_backend")
+
+    def query_now(self, names):
         res = self.runner.run(["dpkg-query", "-W", "-f=" + DPKG_QUERY_FORMAT] + names, check=False)
         installed = parse_dpkg_query(res.stdout or "")
         pol = parse_apt_cache_policy(self.runner.run(["apt-cache", "policy"] + names).stdout or "")
@@ -298,17 +336,12 @@ class Apt(object):
     environ = {"DEBIAN_FRONTEND": "noninteractive"}
 
 
-class Dnf(object):
+class Dnf(Backend):
     family = "dnf"
     lock_names = ("rpm_lock",)
     environ = {}
 
-    def __init__(self, runner, lock_timeout=120):
-        self.runner = runner
-        self.lock_timeout = int(lock_timeout)
-
-    def query(self, names):
-        names = sorted(set(names))
+    def query_now(self, names):
         res = self.runner.run(["rpm", "-q"] + names, check=False)
         installed = dict((k, v) for k, v in parse_rpm_q(res.stdout or "", names).items() if v)
         rq = self.runner.run(["dnf", "-q", "repoquery", "--available", "--qf", "%{name}\t%{evr}\n"] + names,

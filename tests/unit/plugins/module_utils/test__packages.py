@@ -268,3 +268,18 @@ def test_fail_with_merges_the_details_of_each_error_kind():
         module, result = Module(), {"changed": False}
         pk.fail_with(module, result, exc)
         assert module.failed["msg"] == str(exc) and key in module.failed and module.failed["changed"] is False
+
+
+def test_package_memo_one_query_of_every_expected_name_answers_each_stage():
+    asked = []
+
+    def query(names):
+        asked.append(list(names))
+        return ({"a": "1", "c": "3"}, {"a": ["1", "2"], "b": ["5"], "c": ["3"]})
+    memo = pk.PackageMemo()
+    memo.expect(["c", "d"])
+    assert memo.query(["a", "b"], query) == ({"a": "1"}, {"a": ["1", "2"], "b": ["5"]})
+    assert memo.query(["c", "d", "a"], query) == ({"a": "1", "c": "3"}, {"a": ["1", "2"], "c": ["3"]})
+    assert asked == [["a", "b", "c", "d"]]
+    memo.query(["e"], query)  # a name nobody announced: asked on its own
+    assert asked[1] == ["e"]

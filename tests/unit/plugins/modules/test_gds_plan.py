@@ -215,3 +215,17 @@ def test_the_converged_plan_asks_each_read_only_command_once(host):
     assert len(stage_calls) == len(set(stage_calls)) == 1, stage_calls  # mofed and nvidia_fs both ask dkms status
     # the facts read after the stages: nothing wrote in between, so their ofed_info is the stages'
     assert len(host.argvs("ofed_info")) == 1
+
+
+def test_one_package_query_answers_every_stage_of_a_plan(host):
+    # mofed and nvidia_fs both read the package database (installed and candidate versions); a
+    # plan changes nothing, so one query of every name the stages ask (on EL 9: one rpm -q and
+    # one dnf repoquery, which loads the repositories' metadata) answers them all
+    for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
+        assert not host.run(main, args).get("failed")
+    res = plan(host)  # host.calls: this run's commands
+    assert res["converged"] is True
+    assert (len(host.argvs("dpkg-query")), len(host.argvs("apt-cache"))) == (1, 1)
+    assert res["stages"]["mofed"]["packages"]["before"] == host.run(mofed.main, MOFED, check_mode=True)["packages"]["before"]
+    assert res["stages"]["nvidia_fs"]["packages"]["before"] == host.run(nvidia_fs.main, NVFS, check_mode=True)["packages"]["before"]
+
