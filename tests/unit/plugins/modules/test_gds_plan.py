@@ -228,4 +228,3 @@ def test_one_package_query_answers_every_stage_of_a_plan(host):
     assert (len(host.argvs("dpkg-query")), len(host.argvs("apt-cache"))) == (1, 1)
     assert res["stages"]["mofed"]["packages"]["before"] == host.run(mofed.main, MOFED, check_mode=True)["packages"]["before"]
     assert res["stages"]["nvidia_fs"]["packages"]["before"] == host.run(nvidia_fs.main, NVFS, check_mode=True)["packages"]["before"]
-
