@@ -15,7 +15,7 @@ so a stale entry is never used; the oldest entries beyond :data:`MAX_ENTRIES` ar
 The directory must belong to the user the module runs as and be writable by nobody else, and a
 cache file must belong to that user, or the cache is not read (as with ``__pycache__``, whoever can
 write it can run code as that user). ``GPUDIRECT_BYTECODE_CACHE=off`` in the task's environment
-turns it off (another value: the directory to use); so does coverage, whose reports need the
+turns it off (an absolute path: the directory to use); so does coverage, whose reports need the
 code's real file names. With ``PYTHONDONTWRITEBYTECODE`` (``python -B``) entries are read, not
 written, as Python does. Any error reading or writing falls back to compiling, as without it.
 """
@@ -48,11 +48,14 @@ def cache_key(name, source):
 
 
 def cache_dir(environ, expanduser=os.path.expanduser):
-    """The directory from the environment, or None when the cache is off."""
+    """The directory from the environment (unset, on/true/yes/1: the default; an absolute path or
+    ``~/...``: that one), or None when the cache is off (off/false/no/0, or a relative path, which
+    would land wherever the module happens to run)."""
     value = environ.get(ENV, "").strip()
-    if value.lower() in ("off", "false", "no", "0"):
-        return None
-    return expanduser(value or DEFAULT_DIR)
+    if value.lower() in ("", "on", "true", "yes", "1"):
+        return expanduser(DEFAULT_DIR)
+    path = expanduser(value)
+    return path if os.path.isabs(path) else None
 
 
 def owned_privately(st, uid):

@@ -29,15 +29,20 @@ def test_key_changes_with_name_and_source():
     assert len(key) == 64
 
 
-@pytest.mark.parametrize("value", ["off", "OFF", "false", "no", "0", " off "])
-def test_cache_dir_off(value):
+@pytest.mark.parametrize("value", ["off", "OFF", "false", "no", "0", " off ", "on-purpose", "relative/dir"])
+def test_cache_dir_off_or_relative(value):
     assert bc.cache_dir({bc.ENV: value}) is None
 
 
-def test_cache_dir_default_and_custom():
-    assert bc.cache_dir({}, expanduser=lambda p: p.replace("~", "/home/u")) == \
+@pytest.mark.parametrize("environ", [{}, {bc.ENV: ""}, {bc.ENV: "on"}, {bc.ENV: "True"}, {bc.ENV: "yes"}, {bc.ENV: "1"}])
+def test_cache_dir_default(environ):
+    assert bc.cache_dir(environ, expanduser=lambda p: p.replace("~", "/home/u")) == \
         "/home/u/.ansible/pycache/gpudirect.storage"
+
+
+def test_cache_dir_custom():
     assert bc.cache_dir({bc.ENV: "/var/cache/gds"}) == "/var/cache/gds"
+    assert bc.cache_dir({bc.ENV: "~/c"}, expanduser=lambda p: p.replace("~", "/home/u")) == "/home/u/c"
 
 
 class _St(object):
@@ -163,6 +168,8 @@ def test_first_run_compiles_and_caches_the_next_reads(payload):
     assert mod.__file__.endswith(os.path.join("payload.zip", PKG, "sub", "mod.py"))
     assert sys.modules[PKG + ".sub"].__path__[0].endswith(os.path.join("payload.zip", PKG, "sub"))
     assert sys.modules[PKG + ".sub"].PACKAGE is True
+    # the probe child's program is the text of modules (probe_child.module_source): from the zip
+    assert mod.__loader__.get_source(mod.__name__) == "from . import helper\nVALUE = helper.twice(21)\n"
 
     del payload["compiles"][:]
     mod = payload["load"](21, name="other-temp-name.zip")  # AnsiballZ's zip has a new path each run
