@@ -263,3 +263,22 @@ def test_relative_dynamic_and_other_plugin_imports_are_checked_too(tmp_path):
         "plugins/modules/thing.py: target-side code imports requests, not in the standard library, unguarded",
         "plugins/module_utils/_gds/lazy.py: module_utils imports jsonschema, not in the standard library, unguarded",
     ]
+
+
+def _module_files():
+    folder = os.path.join(ROOT, "plugins", "modules")
+    return sorted(f for f in os.listdir(folder) if f.endswith(".py") and f != "__init__.py")
+
+
+@pytest.mark.parametrize("name", _module_files())
+def test_a_module_enables_the_bytecode_cache_before_its_other_collection_imports(name):
+    # the code a module ships is compiled on the host once, not on every run (_common/bytecode_cache)
+    with open(os.path.join(ROOT, "plugins", "modules", name)) as f:
+        body = ast.parse(f.read()).body
+    steps = []
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ansible_collections."):
+            steps.append("import " + ",".join(a.name for a in node.names))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            steps.append(ast.unparse(node.value))
+    assert steps[:2] == ["import bytecode_cache", "bytecode_cache.enable(bytecode_cache.__loader__)"], steps
