@@ -29,6 +29,7 @@ import os
 import stat
 import sys
 import tempfile
+import types
 import zipimport
 
 ENV = "GPUDIRECT_BYTECODE_CACHE"
@@ -83,9 +84,10 @@ def read_code(path, uid):
         with os.fdopen(fd, "rb") as f:
             if not owned_privately(os.fstat(f.fileno()), uid):
                 return None
-            return marshal.loads(f.read())
+            code = marshal.loads(f.read())
     except (OSError, ValueError, EOFError, TypeError):
         return None
+    return code if isinstance(code, types.CodeType) else None
 
 
 def write_code(directory, key, code):
@@ -181,7 +183,7 @@ class CachedFinder(object):
         if not entry.startswith(self.archive + os.sep):
             return None
         # the source's path in the zip, named here: zipimporter.get_filename compiles the module
-        # to answer (Python 3.8-3.12), which is the very cost this finder saves
+        # to answer (CPython 3.11's zipimport does), which is the very cost this finder saves
         last = fullname.rpartition(".")[2]
         try:
             loader = self.loader(entry)

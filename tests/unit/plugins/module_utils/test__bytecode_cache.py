@@ -7,6 +7,7 @@ and imports from a real zip archive as AnsiballZ ships them."""
 from __future__ import annotations
 
 import builtins
+import marshal
 import os
 import stat
 import sys
@@ -98,6 +99,9 @@ def test_read_refuses_foreign_shared_corrupt_missing_and_links(tmp_path):
     (tmp_path / "bad").write_bytes(b"\xff\x00not marshal")
     os.chmod(str(tmp_path / "bad"), 0o600)
     assert bc.read_code(str(tmp_path / "bad"), UID) is None
+    (tmp_path / "not-code").write_bytes(marshal.dumps({"a": 1}))  # valid marshal, not a code object
+    os.chmod(str(tmp_path / "not-code"), 0o600)
+    assert bc.read_code(str(tmp_path / "not-code"), UID) is None
     assert bc.read_code(str(tmp_path / "missing"), UID) is None
 
 
