@@ -265,15 +265,11 @@ def test_relative_dynamic_and_other_plugin_imports_are_checked_too(tmp_path):
     ]
 
 
-def _module_files():
-    folder = os.path.join(ROOT, "plugins", "modules")
-    return sorted(f for f in os.listdir(folder) if f.endswith(".py") and f != "__init__.py")
-
-
-@pytest.mark.parametrize("name", _module_files())
-def test_a_module_enables_the_bytecode_cache_before_its_other_collection_imports(name):
+@pytest.mark.parametrize("path", [p for p in _py_files(ROOT, "modules") if not p.endswith("__init__.py")],
+                         ids=os.path.basename)
+def test_a_module_enables_the_bytecode_cache_before_its_other_collection_imports(path):
     # the code a module ships is compiled on the host once, not on every run (_common/bytecode_cache)
-    with open(os.path.join(ROOT, "plugins", "modules", name)) as f:
+    with open(path) as f:
         body = ast.parse(f.read()).body
     steps = []
     for node in body:

@@ -166,8 +166,8 @@ def stage_spec(name):
     """(argument_spec, validator keyword arguments, execute(module, paths, runner)) of a stage."""
     flow = stage_flow(name)
     if flow is not None:
-        kwargs = {"required_together": flow.REQUIRED_TOGETHER} if name == "nvidia_fs" else {}
-        return flow.argument_spec(), kwargs, flow.execute
+        together = getattr(flow, "REQUIRED_TOGETHER", None)
+        return flow.argument_spec(), {"required_together": together} if together else {}, flow.execute
     from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
     from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as cfg
 
