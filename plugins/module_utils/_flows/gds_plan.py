@@ -20,7 +20,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages.apt_dnf import PackageMemo
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.queries import PackageMemo
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
 
@@ -124,16 +124,19 @@ class PlanRunner(object):
     def __init__(self, runner):
         self._runner = runner
         self._answers = {}
+        self._paths = {}  # which(): the programs found
         self.package_memo = PackageMemo()  # the package queries (apt_dnf.Backend.query)
 
     def for_stage(self, stage):
         other = PlanRunner(self._runner.for_module(stage))
-        other._answers = self._answers  # shared by the stages of one plan
+        other._answers, other._paths = self._answers, self._paths  # shared by the stages of one plan
         other.package_memo = self.package_memo
         return other
 
     def which(self, name, required=False):
-        return self._runner.which(name, required=required)
+        if self._paths.get(name) is None:  # a missing program is looked for again: required raises
+            self._paths[name] = self._runner.which(name, required=required)
+        return self._paths[name]
 
     def run(self, argv, check=True, mutates=False, data=None, environ=None, cwd=None, hint=None):
         if mutates or data is not None:

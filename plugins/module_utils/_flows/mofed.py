@@ -67,8 +67,9 @@ def run(module, paths, runner, backend, result):
         write = guard.RepoWrite(module, paths, backend, ch, result)
         write.apply()
         try:
-            if not module.check_mode:
+            if not module.check_mode:  # read now: a failure must undo the repository write
                 installed, available = backend.query(names)
+                available.fetch()
         except BaseException:
             write.undo()
             raise

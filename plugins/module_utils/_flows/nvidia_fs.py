@@ -13,11 +13,8 @@ from __future__ import annotations
 import copy
 import os
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse, managed_file
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod, nvfs, ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import select_version, split_spec
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
@@ -131,14 +128,16 @@ class NvidiaFs(object):
         """(version, error). An installed version is kept unless the options rule it out."""
         want = self.p["version"]
         have = installed.get("nvidia-fs-dkms")
-        avail = list(available.get("nvidia-fs-dkms") or [])
-        if have and have not in avail:
-            avail.append(have)
+
+        def offered():  # read only where the answer depends on it: it asks the repositories
+            out = list(available.get("nvidia-fs-dkms") or [])
+            return out + [have] if have and have not in out else out
         if want == "match_driver":
             if not driver:
                 return None, None
             if have and not nvfs.nvfs_driver_problems(have, driver, self.arch):
                 return have, None
+            avail = offered()
             v = nvfs.match_driver(avail, driver, self.arch)
             if v is None:
                 return None, ("no nvidia-fs-dkms version works with NVIDIA driver %s%s (available: %s)"
@@ -146,8 +145,8 @@ class NvidiaFs(object):
                                  ", ".join(avail) or "none - is the CUDA repository configured? (option repo)"))
             return v, None
         if want:
-            return (select_version(avail, want) or want), None
-        return (have or select_version(avail, None)), None
+            return (select_version(offered(), want) or want), None
+        return (have or select_version(offered(), None)), None
 
     # ------------------------------------------------------------------ run
     def run(self):

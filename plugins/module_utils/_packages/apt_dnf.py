@@ -21,6 +21,7 @@ import re
 import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.queries import Available
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import (
     compare_versions, select_version, version_matches)
 
@@ -265,34 +266,6 @@ def check_argv(argv):
     return argv
 
 
-class PackageMemo(object):
-    """The package queries of one plan (gds_plan: every stage in check mode, nothing changes the
-    host meanwhile), answered per name: the first query also asks every name the other stages
-    will ask (:meth:`expect`), so one query - on EL 9 one ``dnf repoquery``, which loads every
-    repository's metadata - answers them all. The installed and candidate versions of a name do
-    not depend on the other names of a query."""
-
-    def __init__(self):
-        self.expected = set()
-        self.known = set()
-        self.installed = {}
-        self.available = {}
-
-    def expect(self, names):
-        self.expected.update(names)
-
-    def query(self, names, query):
-        missing = set(names) - self.known
-        if missing:
-            ask = sorted(missing | (self.expected - self.known))
-            installed, available = query(ask)
-            self.known.update(ask)
-            self.installed.update(installed)
-            self.available.update(available)
-        return (dict((n, self.installed[n]) for n in names if n in self.installed),
-                dict((n, self.available[n]) for n in names if n in self.available))
-
-
 class Backend(object):
     """What apt and dnf share: the runner, the lock timeout and the (memoized) query."""
 
@@ -301,23 +274,28 @@ class Backend(object):
         self.lock_timeout = int(lock_timeout)
 
     def query(self, names):
-        """({name: installed version}, {name: [available versions]}) for the names; the runner's
-        ``package_memo`` (a plan's :class:`PackageMemo`) answers when it has one."""
+        """({name: installed version}, :class:`Available` {name: [versions offered]}) for the
+        names; the runner's ``package_memo`` (a plan's :class:`PackageMemo`) answers when it has
+        one. The repositories are asked only if the offered versions are read."""
         names = sorted(set(names))
         memo = getattr(self.runner, "package_memo", None)
         return memo.query(names, self.query_now) if memo is not None else self.query_now(names)
+
+    def query_now(self, names):
+        return self.installed_now(names), Available(lambda: self.available_now(names))
 
 
 class Apt(Backend):
     family = "apt"
     lock_names = ("dpkg_lock", "dpkg_lock_backend")
 
-    def query_now(self, names):
+    def installed_now(self, names):
         res = self.runner.run(["dpkg-query", "-W", "-f=" + DPKG_QUERY_FORMAT] + names, check=False)
-        installed = parse_dpkg_query(res.stdout or "")
+        return parse_dpkg_query(res.stdout or "")
+
+    def available_now(self, names):
         pol = parse_apt_cache_policy(self.runner.run(["apt-cache", "policy"] + names).stdout or "")
-        available = dict((n, pol[n]["versions"]) for n in pol)
-        return installed, available
+        return dict((n, pol[n]["versions"]) for n in pol)
 
     def refresh(self):
         return self.runner.run(check_argv(["apt-get", "update", "-q"]), mutates=True)
@@ -341,12 +319,14 @@ class Dnf(Backend):
     lock_names = ("rpm_lock",)
     environ = {}
 
-    def query_now(self, names):
+    def installed_now(self, names):
         res = self.runner.run(["rpm", "-q"] + names, check=False)
-        installed = dict((k, v) for k, v in parse_rpm_q(res.stdout or "", names).items() if v)
+        return dict((k, v) for k, v in parse_rpm_q(res.stdout or "", names).items() if v)
+
+    def available_now(self, names):
         rq = self.runner.run(["dnf", "-q", "repoquery", "--available", "--qf", "%{name}\t%{evr}\n"] + names,
                              check=False)
-        return installed, parse_dnf_repoquery(rq.stdout or "")
+        return parse_dnf_repoquery(rq.stdout or "")
 
     def refresh(self):
         # -y: a repo_gpgcheck=1 repository's key (its gpgkey=) is imported without a prompt

@@ -15,10 +15,11 @@ import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import versions
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import queries, versions
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Result
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 
@@ -271,15 +272,48 @@ def test_fail_with_merges_the_details_of_each_error_kind():
 
 
 def test_package_memo_one_query_of_every_expected_name_answers_each_stage():
-    asked = []
+    asked, offered = [], []
 
     def query(names):
         asked.append(list(names))
-        return ({"a": "1", "c": "3"}, {"a": ["1", "2"], "b": ["5"], "c": ["3"]})
-    memo = pk.PackageMemo()
+        return ({"a": "1", "c": "3"}, queries.Available(
+            lambda: offered.append(list(names)) or {"a": ["1", "2"], "b": ["5"], "c": ["3"]}))
+    memo = queries.PackageMemo()
     memo.expect(["c", "d"])
-    assert memo.query(["a", "b"], query) == ({"a": "1"}, {"a": ["1", "2"], "b": ["5"]})
-    assert memo.query(["c", "d", "a"], query) == ({"a": "1", "c": "3"}, {"a": ["1", "2"], "c": ["3"]})
-    assert asked == [["a", "b", "c", "d"]]
+    first = memo.query(["a", "b"], query)
+    second = memo.query(["c", "d", "a"], query)
+    assert asked == [["a", "b", "c", "d"]] and offered == []  # nothing read the offered versions yet
+    assert first == ({"a": "1"}, {"a": ["1", "2"], "b": ["5"]})
+    assert second == ({"a": "1", "c": "3"}, {"a": ["1", "2"], "c": ["3"]})
+    assert offered == [["a", "b", "c", "d"]]  # one repository query answered both stages
     memo.query(["e"], query)  # a name nobody announced: asked on its own
     assert asked[1] == ["e"]
+
+
+class _AnsweringRunner(object):
+    def __init__(self, answers):
+        self.answers, self.argvs = answers, []
+
+    def run(self, argv, check=True, **kw):
+        self.argvs.append(argv[0])
+        return Result(argv, 0, self.answers[argv[0]], "")
+
+
+@pytest.mark.parametrize("backend,answers", [
+    (pk.Apt, {"dpkg-query": "nvidia-fs-dkms\t2.28.2-1\tinstalled\n",
+              "apt-cache": "nvidia-fs-dkms:\n  Installed: 2.28.2-1\n  Candidate: 2.28.3-1\n  Version table:\n"
+                           "     2.28.3-1 500\n *** 2.28.2-1 500\n"}),
+    (pk.Dnf, {"rpm": "nvidia-fs-dkms-2.28.2-1.x86_64\n",
+              "dnf": "nvidia-fs-dkms\t2.28.3-1\nnvidia-fs-dkms\t2.28.2-1\n"}),
+])
+def test_the_repositories_are_asked_only_when_the_offered_versions_are_read(backend, answers):
+    # a converged host: the package database answers; apt-cache policy / dnf repoquery (which
+    # loads every repository's metadata) run only for a decision that needs another version
+    runner = _AnsweringRunner(answers)
+    installed, available = backend(runner).query(["nvidia-fs-dkms"])
+    assert installed == {"nvidia-fs-dkms": "2.28.2-1"} and len(runner.argvs) == 1 and not available.fetched
+    assert pk.plan_packages(installed, available, {"nvidia-fs-dkms": "2.28"})["ok"] == ["nvidia-fs-dkms"]
+    assert len(runner.argvs) == 1
+    assert pk.plan_packages(installed, available, {"nvidia-fs-dkms": "2.28.3"})["install"] == [
+        ("nvidia-fs-dkms", "2.28.3-1", "upgrade")]
+    assert available["nvidia-fs-dkms"] == ["2.28.3-1", "2.28.2-1"] and len(runner.argvs) == 2  # asked once

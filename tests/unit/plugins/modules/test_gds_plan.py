@@ -206,6 +206,19 @@ def test_a_read_two_stages_ask_runs_once_per_plan_and_writes_are_still_skipped()
     assert not second.run(["dkms", "status"], check=False).ok
 
 
+def test_the_stages_of_a_plan_look_a_program_up_once_and_a_missing_one_again():
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
+    real, looked_up = _RealModule(), []
+    real.get_bin_path = lambda name, required=False, opt_dirs=None: looked_up.append(name) or (
+        None if name == "dnf" else "/usr/bin/" + name)
+    plan_runner = _gds_plan.PlanRunner(Runner(real))
+    first = plan_runner.for_stage(_gds_plan.StageModule(real, {}))
+    second = plan_runner.for_stage(_gds_plan.StageModule(real, {}))
+    assert first.which("dkms") == second.which("dkms") == "/usr/bin/dkms"
+    assert first.which("dnf") is None and second.which("dnf") is None
+    assert looked_up == ["dkms", "dnf", "dnf"]  # not found is not remembered: required=True must raise
+
+
 def test_the_converged_plan_asks_each_read_only_command_once(host):
     for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
         assert not host.run(main, args).get("failed")
@@ -218,13 +231,34 @@ def test_the_converged_plan_asks_each_read_only_command_once(host):
 
 
 def test_one_package_query_answers_every_stage_of_a_plan(host):
-    # mofed and nvidia_fs both read the package database (installed and candidate versions); a
-    # plan changes nothing, so one query of every name the stages ask (on EL 9: one rpm -q and
-    # one dnf repoquery, which loads the repositories' metadata) answers them all
+    # mofed and nvidia_fs both read the package database; a plan changes nothing, so one query of
+    # every name the stages ask answers them all. The repositories (apt-cache policy; on EL 9 dnf
+    # repoquery, which loads every repository's metadata) are asked only when a stage needs a
+    # version the host does not have: a converged host never needs them
     for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
         assert not host.run(main, args).get("failed")
     res = plan(host)  # host.calls: this run's commands
     assert res["converged"] is True
-    assert (len(host.argvs("dpkg-query")), len(host.argvs("apt-cache"))) == (1, 1)
+    assert (len(host.argvs("dpkg-query")), len(host.argvs("apt-cache"))) == (1, 0)
     assert res["stages"]["mofed"]["packages"]["before"] == host.run(mofed.main, MOFED, check_mode=True)["packages"]["before"]
     assert res["stages"]["nvidia_fs"]["packages"]["before"] == host.run(nvidia_fs.main, NVFS, check_mode=True)["packages"]["before"]
+
+
+def test_a_plan_that_needs_the_repositories_asks_them_once_for_every_stage(host):
+    res = plan(host)  # a fresh host: both stages pick versions from the repositories
+    assert res["stages"]["mofed"]["changed"] and res["stages"]["nvidia_fs"]["changed"]
+    assert (len(host.argvs("dpkg-query")), len(host.argvs("apt-cache"))) == (1, 1)
+    assert stage_view(res["stages"]["nvidia_fs"]) == stage_view(host.run(nvidia_fs.main, NVFS, check_mode=True))
+
+
+def test_an_upgrade_the_repositories_offer_is_still_found_on_an_installed_host(host):
+    # a pinned version prefix is resolved against the repositories even when an older matching
+    # package is installed: the plan reports the version the stage targets, as the stage does
+    for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
+        assert not host.run(main, args).get("failed")
+    host.available["nvidia-fs-dkms"].insert(0, "2.28.3-1")
+    pinned = dict(NVFS, version="2.28")
+    res = plan(host, nvidia_fs=pinned)
+    alone = host.run(nvidia_fs.main, pinned, check_mode=True)
+    assert res["stages"]["nvidia_fs"]["nvidia_fs_version"] == alone["nvidia_fs_version"] == "2.28.3-1"
+    assert stage_view(res["stages"]["nvidia_fs"]) == stage_view(alone)

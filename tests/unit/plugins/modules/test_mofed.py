@@ -104,3 +104,16 @@ def test_repo_from_mounted_iso_and_lock(host):
     assert "Signed-By: /etc/apt/keyrings/mellanox.gpg" in host.read("etc/apt/sources.list.d/gpudirect-ofed.sources")
     assert res["actions"][-1] == "install mlnx-ofed-all=24.10-4.1.4.0"
     assert not host.run(mofed.main, args)["changed"]
+
+
+def test_a_repository_query_failing_after_the_repository_write_leaves_the_host_as_found(host):
+    # the offered versions are read right after the new repository is in place, inside the step
+    # that takes the write back if anything fails (they are otherwise read only when needed)
+    args = {"flavour": "mlnx-ofed", "repo": {"path": "/mnt/mlnx_ofed/DEBS", "signed_by": "/etc/apt/keyrings/mellanox.gpg"}}
+    host.write("etc/apt/keyrings/mellanox.gpg", "key\n")
+    (host.root / "mnt/mlnx_ofed/DEBS").mkdir(parents=True)
+    host.fail["apt-cache policy"] = (100, "", "E: The package cache file is corrupted\n")
+    before = host.snapshot()
+    res = host.run(mofed.main, args)
+    assert res.get("failed") and "corrupted" in (res["msg"] + res.get("stderr", ""))
+    assert host.read("etc/apt/sources.list.d/gpudirect-ofed.sources") is None and host.snapshot() == before
