@@ -9,8 +9,11 @@ much as the rest of a converged plan. :func:`enable` puts a finder in front of t
 collection's module_utils and Ansible's: a module's code object is read from
 ``~/.ansible/pycache/gpudirect.storage/<sha256 of interpreter magic, name and source>`` when that
 file is there, else compiled from the zip's source and written there (atomically, mode 0600) for
-the next run - what ``__pycache__`` does for a module on disk. A changed source has another key,
-so a stale entry is never used; the oldest entries beyond :data:`MAX_ENTRIES` are removed.
+the next run - what ``__pycache__`` does for a module on disk. The source stands in the key as the
+zip's own record of it (its CRC-32 and size, from the zip's directory, so a warm run does not
+read or inflate the source at all; the source itself where that record cannot be read): a changed
+source has another key, so a stale entry is not used (Python's ``__pycache__`` trusts a source's
+modification time and size). The oldest entries beyond :data:`MAX_ENTRIES` are removed.
 
 The directory must belong to the user the module runs as and be writable by nobody else, and a
 cache file must belong to that user, or the cache is not read (as with ``__pycache__``, whoever can
@@ -41,11 +44,24 @@ PREFIXES = ("ansible_collections.gpudirect.storage.", "ansible.module_utils.")
 
 
 def cache_key(name, source):
-    """The entry's file name: the interpreter's bytecode magic, the module's name, its source."""
+    """The entry's file name: the interpreter's bytecode magic, the module's name, its source (the
+    source's bytes, or what :func:`zip_record` says of them)."""
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     digest.update(name.encode("utf-8") + b"\0")
     digest.update(source)
     return digest.hexdigest()
+
+
+def zip_record(importer, path):
+    """``b"zip:<size>:<crc32>"`` of ``path`` (inside the archive) from the zip directory that
+    ``importer`` already read, or None where that is not available (zipimport's private table:
+    ``_files`` up to Python 3.12, ``_get_files()`` from 3.13)."""
+    try:
+        files = importer._get_files() if hasattr(importer, "_get_files") else importer._files
+        entry = files[path]
+        return b"zip:%d:%d" % (entry[3], entry[7])  # (path, compress, data_size, file_size, offset, time, date, crc)
+    except Exception:  # another zipimport: the key is computed from the source
+        return None
 
 
 def cache_dir(environ, expanduser=os.path.expanduser):
@@ -137,10 +153,10 @@ class CachedLoader(object):
 
     def exec_module(self, module):
         spec = module.__spec__
-        source = spec.loader_state  # read by find_spec
-        key = cache_key(spec.name, source)
+        key, source = spec.loader_state  # from find_spec; the source only when it had to read it
         code = read_code(os.path.join(self.directory, key), self.uid)
         if code is None:
+            source = source if source is not None else self.importer.get_data(spec.origin)
             # the name inside the zip, not the zip's temporary path: the same on every run
             code = compile(source, os.path.relpath(spec.origin, self.archive), "exec", dont_inherit=True)
             if self.write:
@@ -189,12 +205,13 @@ class CachedFinder(object):
             loader = self.loader(entry)
             is_package = loader.importer.is_package(fullname)
             origin = os.path.join(entry, last, "__init__.py") if is_package else os.path.join(entry, last + ".py")
-            source = loader.importer.get_data(origin)
+            record = zip_record(loader.importer, origin[len(self.archive) + 1:])
+            source = loader.importer.get_data(origin) if record is None else None
         except Exception:  # ZipImportError, OSError: not in this zip as a source; the usual finders decide
             return None
         spec = importlib.util.spec_from_loader(fullname, loader, origin=origin, is_package=is_package)
         spec.has_location = True  # __file__ as zipimport sets it
-        spec.loader_state = source
+        spec.loader_state = (cache_key(fullname, record if record is not None else source), source)
         if is_package:
             spec.submodule_search_locations = [os.path.dirname(origin)]
         return spec

@@ -144,6 +144,9 @@ def payload(tmp_path, monkeypatch):
         for mod in [m for m in sys.modules if m == PKG or m.startswith(PKG + ".")]:
             del sys.modules[mod]
         archive = _zip(tmp_path / name, value)
+        # each AnsiballZ run is a new process: nothing remembers an earlier zip at this path
+        zipimport._zip_directory_cache.pop(archive, None)
+        sys.path_importer_cache.pop(archive, None)
         sys.path.insert(0, archive)
         try:
             loader = zipimport.zipimporter(os.path.join(archive, PKG))
@@ -189,6 +192,32 @@ def test_a_changed_source_is_compiled_again(payload):
     assert mod.VALUE == 100
     assert payload["compiles"] == [os.path.join(PKG, "sub", "mod.py")]
     assert len(os.listdir(str(payload["cache"]))) == 4
+
+
+def test_a_warm_run_reads_no_source_from_the_zip(payload, monkeypatch):
+    # the key comes from the zip's directory (CRC-32 and size of each source): a cached module's
+    # source is neither read nor inflated
+    payload["load"](21)
+    reads = []
+    real = zipimport.zipimporter.get_data
+    monkeypatch.setattr(zipimport.zipimporter, "get_data", lambda self, path: reads.append(path) or real(self, path))
+    assert payload["load"](21, name="next-run.zip").VALUE == 42
+    assert reads == [] and payload["compiles"][3:] == []
+
+
+def test_a_same_size_edit_is_compiled_again(payload):
+    payload["load"](21)
+    del payload["compiles"][:]
+    assert payload["load"](12).VALUE == 24  # same length, other bytes: another CRC-32
+    assert payload["compiles"] == [os.path.join(PKG, "sub", "mod.py")]
+
+
+def test_without_the_zip_directory_the_key_is_the_source(payload, monkeypatch):
+    monkeypatch.setattr(bc, "zip_record", lambda importer, path: None)  # another zipimport
+    assert payload["load"](21).VALUE == 42 and len(payload["compiles"]) == 3
+    del payload["compiles"][:]
+    assert payload["load"](21, name="next-run.zip").VALUE == 42 and payload["compiles"] == []
+    assert payload["load"](12).VALUE == 24 and payload["compiles"] == [os.path.join(PKG, "sub", "mod.py")]
 
 
 def test_dont_write_bytecode_reads_but_writes_nothing(payload):
