@@ -34,6 +34,16 @@ LIBS = {"libcufile": ("libcufile.so.0", "libcufile.so"), "libcuda": ("libcuda.so
         "libnvidia_ml": ("libnvidia-ml.so.1",)}
 
 
+def names_starting(directory, prefix):
+    """The sorted paths of the entries of ``directory`` whose name starts with ``prefix`` ([] when
+    it cannot be listed). A prefix test per name: a library directory holds thousands."""
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(os.path.join(directory, e.name) for e in entries if e.name.startswith(prefix))
+    except OSError:
+        return []
+
+
 class Collector(object):
     """Reads one host. ``paths``: HostPaths; ``runner``: Runner; ``environ``: the module's
     environment (LD_LIBRARY_PATH, CUFILE_ENV_PATH_JSON)."""
@@ -242,7 +252,7 @@ class Collector(object):
         real = os.path.realpath(chosen) if chosen else None
         used = [os.path.realpath(c) for c in cands]
         skipped = [{"path": p, "why": "no %s link to it" % " or ".join(LIBS["libcufile"])}
-                   for d in dirs for p in sorted(glob.glob(os.path.join(d, "libcufile.so.*")))
+                   for d in dirs for p in names_starting(d, "libcufile.so.")
                    if os.path.basename(p) not in LIBS["libcufile"] and os.path.realpath(p) not in used
                    and not os.path.islink(p)]
         return {

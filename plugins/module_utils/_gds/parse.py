@@ -58,7 +58,7 @@ def _num(value):
     return value
 
 
-_GPU_LINE = re.compile(r"^GPU\s+(\S+)\s+uuid:(\S+)\s*:\s*(.*)$")
+_GPU_LINE = r"^GPU\s+(\S+)\s+uuid:(\S+)\s*:\s*(.*)$"  # compiled (and kept by re) when first used
 
 
 def parse_nvfs_stats(text):
@@ -102,7 +102,7 @@ def parse_nvfs_stats(text):
         if m:
             out["logging_level"] = m.group(1)
             continue
-        m = _GPU_LINE.match(line)
+        m = re.match(_GPU_LINE, line)
         if m:
             gpu = {"pci_bus_id": m.group(1), "uuid": m.group(2)}
             for k, v in re.findall(r"([A-Za-z_()%]+)=(\S+)", m.group(3)):
@@ -326,7 +326,7 @@ def decode_cuda_version(value):
 # ---------------------------------------------------------------------------------------------
 # cufile.log and what libcufile prints on stdout
 
-_LOG_LINE = re.compile(
+_LOG_LINE = (  # compiled (and kept by re) when first used: only a probe's log is parsed
     r"^\s*(?P<ts>\d{2}-\d{2}-\d{4} \d{2}:\d{2}:\d{2}:\d+)\s+\[pid=(?P<pid>\d+) tid=(?P<tid>\d+)\]\s+"
     r"(?P<level>[A-Z]+)\s+(?P<where>\S+?:\d+)\s+(?P<message>.*?)\s*$")
 LOG_LEVELS_KEPT = ("ERROR", "NOTICE", "WARN")
@@ -339,7 +339,7 @@ def parse_cufile_log(text, levels=LOG_LEVELS_KEPT, limit=40):
     seen = {}
     out = []
     for line in (text or "").splitlines():
-        m = _LOG_LINE.match(line)
+        m = re.match(_LOG_LINE, line)
         if not m or (levels and m.group("level") not in levels):
             continue
         key = (m.group("level"), m.group("message"))

@@ -28,9 +28,10 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner i
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 
 KEY_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
-_ARMORED = re.compile(r"-----BEGIN PGP PUBLIC KEY BLOCK-----\n(?:[A-Za-z0-9+/=:.,_ ()-]*\n)*"
-                      r"-----END PGP PUBLIC KEY BLOCK-----\Z")
-_APT_PROXY = re.compile(r'^Acquire::(https?)::Proxy "([^"]+)";$', re.M)
+# patterns, compiled (and kept by re) when first used: most runs never need them
+_ARMORED = (r"-----BEGIN PGP PUBLIC KEY BLOCK-----\n(?:[A-Za-z0-9+/=:.,_ ()-]*\n)*"
+            r"-----END PGP PUBLIC KEY BLOCK-----\Z")
+_APT_PROXY = r'^Acquire::(https?)::Proxy "([^"]+)";$'
 LISTS_KEEP = ("lock", "partial")
 
 
@@ -41,7 +42,7 @@ def is_inline_key(value):
 def inline_key_problem(value):
     """None for one ASCII-armored public key block (what deb822 ``Signed-By`` may hold)."""
     text = "\n".join(line.strip() for line in str(value).strip().splitlines())
-    return None if _ARMORED.match(text) else "repo.signed_by: an inline key must be one ASCII-armored public key block"
+    return None if re.match(_ARMORED, text) else "repo.signed_by: an inline key must be one ASCII-armored public key block"
 
 
 def deb822_key_field(value):
@@ -55,7 +56,7 @@ def apt_proxies(runner):
     if runner is None or not runner.which("apt-config"):
         return {}
     res = runner.run(["apt-config", "dump"], check=False)
-    return dict((scheme, proxy) for scheme, proxy in _APT_PROXY.findall(res.stdout or "")
+    return dict((scheme, proxy) for scheme, proxy in re.findall(_APT_PROXY, res.stdout or "", re.M)
                 if proxy.upper() not in ("DIRECT", "FALSE"))
 
 
