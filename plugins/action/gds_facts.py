@@ -56,5 +56,7 @@ class ActionModule(ActionBase):
 
 
 # Ansible's strategy imports action plugins in its main process before it forks a worker per
-# host: loading the validator here once saves every host's worker from doing it again.
+# host: loading the validator and the role's files here once saves every host's worker from
+# doing it again.
 warm()
+role_args.warm((ROLE,))

@@ -85,7 +85,7 @@ class ActionModule(ActionBase):
         policy = None
         if args["preflight"] is not None:
             spec = dict((k, v) for k, v in preflight_spec().items() if k != "facts")
-            checked = ArgumentSpecValidator(spec).validate(dict(args["preflight"]))
+            checked = ArgumentSpecValidator(spec).validate(_role_args.native_copy(dict(args["preflight"])))
             if checked.error_messages:
                 raise AnsibleActionFail("preflight: " + "; ".join(checked.error_messages))
             policy = checked.validated_parameters
@@ -141,7 +141,7 @@ class ActionModule(ActionBase):
     def _validated(self, args, only=None):
         """``args`` checked against gds_plan's argument spec (``only`` these options), with its defaults."""
         spec = dict((k, v) for k, v in argument_spec().items() if only is None or k in only)
-        checked = ArgumentSpecValidator(spec).validate(args)
+        checked = ArgumentSpecValidator(spec).validate(_role_args.native_copy(args))  # untagged: cheap to copy
         if checked.error_messages:
             raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
         return checked.validated_parameters

@@ -157,3 +157,56 @@ def test_the_options_read_without_jinja_are_what_jinja_gives(role, overrides):
     for checked in _role_args.STAGE_ROLES:
         assert _role_args.check(checked, templar, _role_args.variables(host_vars(**overrides)), resolved) == []
     assert _role_args.module_args(role, templar, resolved) == _role_args.module_args(role, templar, {})
+
+
+def test_the_validator_gets_a_plain_copy_that_judges_as_the_tagged_values_do():
+    # templated variables carry Ansible's tags; the validator deep-copies what it is given, which
+    # for tagged values cost more than the rest of the check: it gets the same values untagged
+    from ansible._internal._datatag._tags import Origin
+    from ansible.module_utils._internal._datatag import AnsibleTagHelper
+    import datetime
+    tagged = Origin(path="/inventory/group_vars/all.yml", line_num=3).tag(
+        {"gds_cufile_config": Origin(path="/x").tag({"properties": {"max_direct_io_size_kb": 16384}}),
+         "gds_mofed_extra_packages": Origin(path="/x").tag([Origin(path="/y").tag("perftest"), 2, 2.5, True, None]),
+         "when": datetime.date(2026, 11, 26), "pair": (1, 2)})
+    plain = _role_args.native_copy(tagged)
+    assert plain == tagged and type(plain) is dict and type(plain["gds_mofed_extra_packages"]) is list
+    assert [type(v) for v in plain["gds_mofed_extra_packages"]] == [str, int, float, bool, type(None)]
+    assert not AnsibleTagHelper.tags(plain["gds_mofed_extra_packages"][0])
+    assert plain["when"] == datetime.date(2026, 11, 26) and plain["pair"] == (1, 2)  # other types: deep copies
+    spec = {"gds_mofed_extra_packages": {"type": "list", "elements": "str"}, "gds_cufile_config": {"type": "dict"},
+            "n": {"type": "int"}}
+    bad = {"n": Origin(path="/z").tag("many")}
+    assert (ArgumentSpecValidator(spec).validate(_role_args.native_copy(bad)).error_messages
+            == ArgumentSpecValidator(spec).validate(bad).error_messages)
+    bad = {"gds_mofed_extra_packages": Origin(path="/z").tag({"a": 1})}  # the message says dict, not the tagged class
+    tagged_msgs = ArgumentSpecValidator(spec).validate(bad).error_messages
+    assert tagged_msgs[0].replace("ansible.module_utils._internal._datatag._AnsibleTaggedDict", "dict") == (
+        ArgumentSpecValidator(spec).validate(_role_args.native_copy(bad)).error_messages[0])
+
+
+def test_only_values_with_jinja_go_through_the_templar_and_they_are_still_rendered_and_checked():
+    # the templar costs most of the check: plain values (the roles' defaults hold no Jinja) are
+    # checked as they are, a variable the inventory sets to a Jinja expression is rendered first
+    from ansible._internal._datatag._tags import TrustedAsTemplate
+    trusted = TrustedAsTemplate().tag
+    templar = Templar(loader=DataLoader())
+    rendered = []
+    real = templar.copy_with_new_env
+
+    def spying_env(**kwargs):
+        copy = real(**kwargs)
+        template = copy.template
+        copy.template = lambda value, **kw: rendered.append(sorted(value)) or template(value, **kw)
+        return copy
+    templar.copy_with_new_env = spying_env
+    variables = _role_args.variables(host_vars(gds_verify_probe_size_mb=trusted("{{ 64 * 4 }}"),
+                                               mofed_flavour=trusted("{{ 'bo' ~ 'gus' }}")))
+    scoped = templar.copy_with_new_env(available_variables=variables)
+    resolved = {}
+    assert _role_args.check("gds_verify", scoped, variables, resolved) == []
+    assert resolved["gds_verify_probe_size_mb"] == 256 and rendered == [["gds_verify_probe_size_mb"]]
+    errors = _role_args.check("mofed", scoped, variables, resolved)
+    assert rendered[-1] == ["mofed_flavour"] and len(errors) == 1 and "mofed_flavour" in errors[0] and "bogus" in errors[0]
+    assert not _role_args.may_render(["a", {"b": 1, "c": None}, 2.5, True]) and _role_args.may_render({"k": ["{% if x %}"]})
+    assert _role_args.may_render(object())  # a type the check does not know: templated as before

@@ -10,6 +10,7 @@ and an error still names the variable the user sets. Controller-side."""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 
@@ -73,10 +74,42 @@ def check(role, templar, role_variables, resolved):
     options = _role_files(role)[0]
     if not options:
         return []
-    provided = templar.template(dict((name, role_variables[name]) for name in options if name in role_variables))
+    provided = dict((name, role_variables[name]) for name in options if name in role_variables)
+    jinja = [name for name, value in provided.items() if may_render(value)]
+    if jinja:  # the templar only for what it would change: it costs most of the check otherwise
+        provided.update(templar.template(dict((name, provided[name]) for name in jinja)))
     resolved.update(provided)
-    res = ArgumentSpecValidator(options).validate(provided, validate_role_argument_spec=True)
+    res = ArgumentSpecValidator(options).validate(native_copy(provided), validate_role_argument_spec=True)
     return list(res.error_messages)
+
+
+def may_render(value):
+    """Whether templating ``value`` could change it: a string with Jinja in it, a container
+    holding one, or a value of another type than str, list, tuple, dict, number, bool, None."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value or "{#" in value or value.startswith("#jinja2:")
+    if isinstance(value, dict):
+        return any(may_render(k) or may_render(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(may_render(v) for v in value)
+    return not (value is None or isinstance(value, (bool, int, float)))
+
+
+def native_copy(value):
+    """A plain copy of templated values - dicts, lists, strings, numbers, booleans and None as
+    their own types, without Ansible's tags - for the validator, which deep-copies what it is
+    given: a deep copy of tagged values cost more than the rest of the check. Anything else is
+    deep-copied as it is."""
+    if isinstance(value, dict):
+        return dict((native_copy(k), native_copy(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [native_copy(v) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    for plain in (str, int, float):
+        if isinstance(value, plain):
+            return plain.__new__(plain, value) if type(value) is not plain else value
+    return copy.deepcopy(value)
 
 
 # The forms of the roles' tasks that only pass a variable on, or leave the option out when it is
@@ -184,11 +217,11 @@ def from_roles(roles, templar, task_vars):
     return options, None
 
 
-def warm():
-    """Read the roles' files once in the importing process (the controller's main process, before
-    it forks a worker per host)."""
+def warm(roles=("gds_plan",) + tuple(STAGE_ROLES)):
+    """Read ``roles``' files (default: every role from_roles and selection read) once in the
+    importing process (the controller's main process, before it forks a worker per host)."""
     try:
-        for role in ("gds_plan",) + tuple(STAGE_ROLES):  # every role from_roles and selection read
+        for role in roles:
             _role_files(role)
     except Exception:  # pylint: disable=broad-except
         _FILES.clear()  # read again (and then reported) when a host is planned

@@ -178,3 +178,15 @@ def test_in_the_gds_verify_role_its_variables_are_checked_in_this_one_task():
     assert not result.get("failed") and execute.call_count == 1
     result, execute = run_in_role(None, bad)  # a playbook's own gds_facts task: its options are the module's
     assert not result.get("failed") and execute.call_count == 1
+
+
+def test_importing_the_action_reads_the_verify_roles_files_before_the_workers_fork(monkeypatch):
+    # each host's worker is a fork of the process that imported the action: the role's argument
+    # spec, defaults and task, parsed there once, are not parsed again per host
+    import importlib
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args
+    monkeypatch.setattr(role_args, "_FILES", {})
+    importlib.reload(action)
+    assert list(role_args._FILES) == [action.ROLE] == ["gds_verify"]
+    options, _defaults, task_args = role_args._FILES["gds_verify"]
+    assert "gds_verify_probe" in options and task_args is not None
