@@ -170,7 +170,7 @@ def test_the_validator_gets_a_plain_copy_that_judges_as_the_tagged_values_do():
          "gds_mofed_extra_packages": Origin(path="/x").tag([Origin(path="/y").tag("perftest"), 2, 2.5, True, None]),
          "when": datetime.date(2026, 11, 26), "pair": (1, 2)})
     plain = _role_args.native_copy(tagged)
-    assert plain == tagged and type(plain) is dict and type(plain["gds_mofed_extra_packages"]) is list
+    assert plain == tagged and plain.__class__ is dict and plain["gds_mofed_extra_packages"].__class__ is list
     assert [type(v) for v in plain["gds_mofed_extra_packages"]] == [str, int, float, bool, type(None)]
     assert not AnsibleTagHelper.tags(plain["gds_mofed_extra_packages"][0])
     assert plain["when"] == datetime.date(2026, 11, 26) and plain["pair"] == (1, 2)  # other types: deep copies

@@ -108,7 +108,7 @@ def native_copy(value):
         return value
     for plain in (str, int, float):
         if isinstance(value, plain):
-            return plain.__new__(plain, value) if type(value) is not plain else value
+            return plain.__new__(plain, value)  # the plain type: tags dropped
     return copy.deepcopy(value)
 
 
