@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections.abc import Mapping
 
 from ansible import context
 from ansible.plugins.action import ActionBase
@@ -36,29 +37,40 @@ def command_line_playbooks():
     return list(context.CLIARGS.get("args") or [])
 
 
-def verified_hosts(hostvars):
-    """Every inventory host with gds facts in this run (localhost too, when it was verified)."""
-    out = []
-    for host in hostvars or []:
-        gds = ((hostvars[host] or {}).get("ansible_facts") or {}).get("gds")
-        if isinstance(gds, dict) and gds.get("mode"):
-            out.append(host)
-    return out
+def raw_host_variables(hostvars, host):
+    """The variables of ``host`` as Ansible built them, not templated (None for a host it does not
+    know). ``hostvars[host]`` templates every value read, and the whole ansible_facts tree with it;
+    facts are module output and set_fact values are rendered when set, so the raw ones are the
+    same. A plain mapping (tests, older callers) is read as it is."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    try:
+        found = raw_get(host) if raw_get is not None else hostvars[host]
+    except KeyError:
+        return None
+    return found if isinstance(found, Mapping) else None
 
 
-def host_facts(hostvars, hosts):
-    """({host: ansible_facts.gds}, {host: gds_reboot_pending}) for the hosts that have them."""
+def read_hosts(hostvars, names, verified=False):
+    """(names, {host: ansible_facts.gds}, {host: gds_reboot_pending}) reading each host's
+    variables once: ``names`` in order and, when ``verified``, then every other inventory host with
+    gds facts in this run (localhost too, when it was verified)."""
+    names = list(names)
+    wanted = set(names)
+    candidates = names + ([h for h in hostvars or [] if h not in wanted] if verified else [])
     facts, pending = {}, {}
-    for host in hosts:
-        if host not in hostvars:
-            continue
-        hv = hostvars[host] or {}
-        gds = (hv.get("ansible_facts") or {}).get("gds")
-        if isinstance(gds, dict) and gds.get("mode"):
+    for host in candidates:
+        hv = raw_host_variables(hostvars or {}, host) if host in (hostvars or {}) else None
+        gds = ((hv or {}).get("ansible_facts") or {}).get("gds")
+        has_facts = isinstance(gds, dict) and bool(gds.get("mode"))
+        if host not in wanted:
+            if not has_facts:
+                continue
+            names.append(host)
+        if has_facts:
             facts[host] = gds
-        if hv.get("gds_reboot_pending"):
+        if (hv or {}).get("gds_reboot_pending"):
             pending[host] = str(hv["gds_reboot_pending"])
-    return facts, pending
+    return names, facts, pending
 
 
 class ActionModule(ActionBase):
@@ -76,9 +88,8 @@ class ActionModule(ActionBase):
         journal_path, events, note = run_journal.read_for_report(args["journal"])
         journal_hosts = fr.fold_journal(events)
         names = list(hosts) + [h for h in sorted(journal_hosts) if h not in hosts and h not in LOCAL_NAMES]
-        if args["verified_hosts"] and args["facts"] is None:
-            names += [h for h in verified_hosts(task_vars.get("hostvars")) if h not in names]
-        facts, pending = host_facts(task_vars.get("hostvars") or {}, names)
+        names, facts, pending = read_hosts(task_vars.get("hostvars"), names,
+                                           verified=args["verified_hosts"] and args["facts"] is None)
         if args["facts"] is not None:
             facts = args["facts"]
         records = fr.build_records(names, facts, journal_hosts, journal_enabled=note is None, reboot_pending=pending,
