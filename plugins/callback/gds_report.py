@@ -72,6 +72,17 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import j
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import report_dir, write_report
 
 REPORT_NAMES = ("gpudirect.storage.gds_report", "gds_report")  # the report's action and its role
+# The collection's actions whose results carry ansible_facts.gds (short names: a play's
+# ``collections:`` keyword).
+FACT_MODULES = ("gds_facts", "gds_plan", "gds_preflight")
+FACT_ACTIONS = frozenset(FACT_MODULES + tuple("gpudirect.storage." + m for m in FACT_MODULES))
+# Results kept per host for the fallback report; the newest with gds facts is used.
+KEPT_RESULTS = 4
+
+
+def may_carry_facts(task):
+    """True for a task of one of FACT_ACTIONS (its resolved name when Ansible resolved it)."""
+    return any(getattr(task, attr, None) in FACT_ACTIONS for attr in ("resolved_action", "action"))
 
 
 def task_info(task, play_name=None):
@@ -109,7 +120,10 @@ class CallbackModule(CallbackBase):
         self.play_all_hosts = []
         self.playbooks = []
         self.failed = set()
-        self.facts = {}
+        # host -> newest last: slim facts (a failure's) or an ok result of FACT_ACTIONS not read
+        # yet. Reading a result converts all of it to native types (a copy per callback), so an ok
+        # result is read only when the fallback report is written - in most runs never.
+        self.fact_sources = {}
         self.hosts = []
         self.has_report_play = False
         self.play_hosts = {}  # play name -> hosts that produced a result in it
@@ -177,7 +191,7 @@ class CallbackModule(CallbackBase):
         self._append(fr.journal_event("failed", host, task_info(result.task, self.play_name), result.result))
         facts = fr.slim_facts((result.result.get("ansible_facts") or {}).get("gds"))
         if facts:
-            self.facts[host] = facts
+            self._keep(host, facts)
 
     def v2_runner_on_unreachable(self, result):
         host = result.host.get_name()
@@ -192,11 +206,27 @@ class CallbackModule(CallbackBase):
         if host in self.failed:  # a rescued failure: the host goes on
             self.failed.discard(host)
             self._append(fr.journal_event("recovered", host, task_info(result.task, self.play_name)))
-        facts = fr.slim_facts((result.result.get("ansible_facts") or {}).get("gds"))
-        if facts:
-            self.facts[host] = facts
+        if may_carry_facts(result.task):
+            self._keep(host, result)
         if getattr(result.task, "action", None) in REPORT_NAMES:
             self.report_ran = True
+
+    def _keep(self, host, source):
+        kept = self.fact_sources.setdefault(host, [])
+        kept.append(source)
+        del kept[:-KEPT_RESULTS]
+
+    def seen_facts(self):
+        """{host: slim gds facts}: per host the newest failure's facts or ok result's that has them."""
+        out = {}
+        for host, kept in self.fact_sources.items():
+            for source in reversed(kept):
+                facts = source if isinstance(source, dict) else fr.slim_facts(
+                    (source.result.get("ansible_facts") or {}).get("gds"))
+                if facts:
+                    out[host] = facts
+                    break
+        return out
 
     def _last_playbook(self):
         """Ansible sends the stats after EVERY playbook of ``ansible-playbook a.yml b.yml``: the
@@ -227,7 +257,7 @@ class CallbackModule(CallbackBase):
     def _write_fallback(self):
         text = self.journal.text() if self.journal is not None else ""
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        report = fr.fallback_report(text, self.hosts, self.facts, self.play_name, self.play_all_hosts,
+        report = fr.fallback_report(text, self.hosts, self.seen_facts(), self.play_name, self.play_all_hosts,
                                     self.play_hosts.get(self.play_name) or set(), self.playbooks, now)
         dest = self.fallback_report_dir()
         try:

@@ -135,7 +135,7 @@ def test_journal_records_failures_and_unreachables_and_publishes_its_path(callba
                         "msg": "Failed to connect to the host via ssh: ssh: connect to host 10.77.250.250 port 22: "
                                "No route to host"}
     assert lines[3]["event"] == "failed" and lines[3]["task"] == "Assert the GDS verdict is at least gds"
-    assert callback.facts["n1"]["mode"] == "compat" and callback.has_report_play
+    assert callback.seen_facts()["n1"]["mode"] == "compat" and callback.has_report_play
 
 
 def test_ignored_failures_and_ignored_unreachables_are_not_recorded(callback):
@@ -248,3 +248,43 @@ def test_the_fallback_report_dir_follows_the_playbook_not_the_current_directory(
     monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False, args=("/srv/gds/playbooks/verify.yml",)))
     callback._plugin_options["report_dir"] = None
     assert callback.fallback_report_dir() == "/srv/gds/reports"
+
+
+class LazyResult(Result):
+    """A CallbackTaskResult: ``result`` is built on first read (ansible-core converts the whole
+    task result to native types for each callback that reads it)."""
+
+    def __init__(self, host, task, result):
+        super(LazyResult, self).__init__(host, task, None)
+        self._data, self.reads = result, 0
+
+    @property
+    def result(self):
+        self.reads += 1
+        return self._data
+
+    @result.setter
+    def result(self, value):
+        pass
+
+
+def test_a_result_is_read_only_when_a_fallback_report_needs_its_facts(callback, tmp_path):
+    """Issue 21: reading every ok result (9 KB of gds facts per host after gds_plan) cost the
+    playbook's main process a native-type copy per host per run, to keep facts that only an
+    aborted run's fallback report uses."""
+    plays = [Play("Verify GPUDirect Storage", ["gpudirect.storage.gds_verify"], ("n1", "n2")),
+             Play("Write the GDS fleet report on the controller", ["gpudirect.storage.gds_report"], ["localhost"])]
+    callback.v2_playbook_on_start(Playbook("/x/playbooks/verify.yml", plays))
+    callback.v2_playbook_on_play_start(plays[0])
+    older = LazyResult("n1", FACTS_TASK, {"ansible_facts": {"gds": dict(CAPTURED_COMPAT_FACTS, mode="unavailable")}})
+    facts = LazyResult("n1", FACTS_TASK, {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}})
+    other = LazyResult("n1", ASSERT_TASK, {"msg": "All assertions passed"})
+    plan = LazyResult("n2", Task("Plan", None, "gpudirect.storage.gds_plan"), {"ansible_facts": {}})
+    for result in (older, facts, other, plan):
+        callback.v2_runner_on_ok(result)
+    assert [r.reads for r in (older, facts, other, plan)] == [0, 0, 0, 0]
+    callback.v2_playbook_on_stats(None)  # no report play ran: the fallback report reads them now
+    report = json.load(open(str(tmp_path / "reports" / "gds-fleet.json")))
+    recs = dict((r["host"], r) for r in report["hosts"])
+    assert recs["n1"]["mode"] == "compat" and recs["n2"]["mode"] == "unknown"
+    assert other.reads == 0 and facts.reads == 1 and older.reads == 0 and plan.reads == 1
