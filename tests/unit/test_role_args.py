@@ -210,3 +210,29 @@ def test_only_values_with_jinja_go_through_the_templar_and_they_are_still_render
     assert rendered[-1] == ["mofed_flavour"] and len(errors) == 1 and "mofed_flavour" in errors[0] and "bogus" in errors[0]
     assert not _role_args.may_render(["a", {"b": 1, "c": None}, 2.5, True]) and _role_args.may_render({"k": ["{% if x %}"]})
     assert _role_args.may_render(object())  # a type the check does not know: templated as before
+
+
+def test_an_expression_several_roles_share_is_rendered_once_per_host():
+    """Issue 21: Ansible compiles a template anew at every rendering (~1 ms each, in every
+    host's worker). The lab inventory gives mofed_repo and nvidia_fs_repo the same expression and
+    the nvidia_fs and gds_preflight defaults share "{{ gds_unsupported_os | default('fail') }}":
+    10 compilations per host where 5 expressions were distinct."""
+    import jinja2.environment
+    from ansible._internal._datatag._tags import TrustedAsTemplate
+    trusted = TrustedAsTemplate().tag
+    repo = trusted("{{ site_repo }}")
+    task_vars = host_vars(mofed_repo=repo, nvidia_fs_repo=trusted("{{ site_repo }}"), gds_unsupported_os="warn",
+                          site_repo=trusted("{{ {'name': 'site', 'url': 'http://mirror/' ~ 'gds/'} }}"))
+    compiled = []
+    real = jinja2.environment.Environment.compile
+
+    def counting(self, source, *args, **kwargs):
+        compiled.append(source if isinstance(source, str) else "<tree>")
+        return real(self, source, *args, **kwargs)
+    with patch.object(jinja2.environment.Environment, "compile", counting):
+        options, problem = _role_args.from_roles(ALL, Templar(loader=DataLoader()), task_vars)
+    assert problem is None
+    assert options["mofed"]["repo"] == options["nvidia_fs"]["repo"] == {"name": "site", "url": "http://mirror/gds/"}
+    assert options["mofed"]["repo"] is not options["nvidia_fs"]["repo"]  # each stage its own copy
+    assert options["nvidia_fs"]["unsupported_os"] == "warn"
+    assert len(compiled) == len(set(compiled)), compiled

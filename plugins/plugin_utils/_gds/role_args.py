@@ -17,6 +17,7 @@ import re
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.dataloader import DataLoader
+from ansible.template import is_trusted_as_template
 from ansible.utils.vars import combine_vars
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.role_vars import ROLES_DIR
@@ -67,20 +68,48 @@ def variables(task_vars):
     return combine_vars(defaults(), task_vars)
 
 
-def check(role, templar, role_variables, resolved):
+def check(role, templar, role_variables, resolved, rendered=None):
     """The error messages of ``role``'s variables against its argument spec (``main``), as
     Ansible's role argument validation says them (they name the variable). The values, templated
-    once, are added to ``resolved`` for the option mapping."""
+    once, are added to ``resolved`` for the option mapping; ``rendered``: see :func:`render`."""
     options = _role_files(role)[0]
     if not options:
         return []
     provided = dict((name, role_variables[name]) for name in options if name in role_variables)
     jinja = [name for name, value in provided.items() if may_render(value)]
     if jinja:  # the templar only for what it would change: it costs most of the check otherwise
-        provided.update(templar.template(dict((name, provided[name]) for name in jinja)))
+        provided.update(render(templar, dict((name, provided[name]) for name in jinja), rendered))
     resolved.update(provided)
     res = ArgumentSpecValidator(options).validate(native_copy(provided), validate_role_argument_spec=True)
     return list(res.error_messages)
+
+
+def render(templar, values, rendered=None):
+    """``values`` ({name: value}) templated in one call, where a string equal to one already
+    rendered with the same variables (``rendered``: {(string, trusted): result}, kept by the
+    caller for one host) - or to another of ``values`` - is rendered once: Ansible compiles a
+    template anew at every rendering, about 1 ms each in every host's worker, and inventories and
+    role defaults repeat expressions across roles (two roles' repositories from one variable,
+    "{{ gds_unsupported_os | default('fail') }}"). Each name gets its own copy of a shared result."""
+    rendered = {} if rendered is None else rendered
+    todo, first = {}, {}
+    for name, value in values.items():
+        key = _render_key(value)
+        if key is None:
+            todo[name] = value
+        elif key not in rendered and key not in first:
+            first[key] = name
+            todo[name] = value
+    out = dict(templar.template(todo)) if todo else {}
+    rendered.update((key, out[name]) for key, name in first.items())
+    for name, value in values.items():
+        if name not in out:
+            out[name] = copy.deepcopy(rendered[_render_key(value)])
+    return out
+
+
+def _render_key(value):
+    return (str(value), is_trusted_as_template(value)) if isinstance(value, str) else None
 
 
 def may_render(value):
@@ -202,9 +231,9 @@ def from_roles(roles, templar, task_vars):
     all checked before any option is built, so one run names every bad variable."""
     role_variables = variables(task_vars)
     templar = templar.copy_with_new_env(available_variables=role_variables)
-    errors, resolved = [], {}
+    errors, resolved, rendered = [], {}, {}
     for role in roles:
-        errors += ["%s: %s" % (role, e) for e in check(role, templar, role_variables, resolved)]
+        errors += ["%s: %s" % (role, e) for e in check(role, templar, role_variables, resolved, rendered)]
     if errors:
         return {}, _invalid(errors)
     options = {}
