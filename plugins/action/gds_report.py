@@ -54,13 +54,14 @@ def read_hosts(hostvars, names, verified=False):
     """(names, {host: ansible_facts.gds}, {host: gds_reboot_pending}) reading each host's
     variables once: ``names`` in order and, when ``verified``, then every other inventory host with
     gds facts in this run (localhost too, when it was verified)."""
+    hostvars = hostvars or {}
     names = list(names)
     wanted = set(names)
-    candidates = names + ([h for h in hostvars or [] if h not in wanted] if verified else [])
+    candidates = names + ([h for h in hostvars if h not in wanted] if verified else [])
     facts, pending = {}, {}
     for host in candidates:
-        hv = raw_host_variables(hostvars or {}, host) if host in (hostvars or {}) else None
-        gds = ((hv or {}).get("ansible_facts") or {}).get("gds")
+        hv = raw_host_variables(hostvars, host) or {}
+        gds = (hv.get("ansible_facts") or {}).get("gds")
         has_facts = isinstance(gds, dict) and bool(gds.get("mode"))
         if host not in wanted:
             if not has_facts:
@@ -68,7 +69,7 @@ def read_hosts(hostvars, names, verified=False):
             names.append(host)
         if has_facts:
             facts[host] = gds
-        if (hv or {}).get("gds_reboot_pending"):
+        if hv.get("gds_reboot_pending"):
             pending[host] = str(hv["gds_reboot_pending"])
     return names, facts, pending
 
