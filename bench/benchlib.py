@@ -2,8 +2,8 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The pure parts of bench/run: PLAY RECAP parsing, ratios, per-host slopes, verdicts, the
-controller's memory (a process tree's RSS sampled from /proc) and the end-state comparison of
-the first rollout. Unit-tested in tests/unit/repo/test_bench_helpers.py; no lab needed."""
+controller's memory (a process tree's RSS sampled from /proc), the lab hosts' CPU (their cgroup's
+cpu.stat) and the end-state comparison of the first rollout. Unit-tested in tests/unit/repo/test_bench_helpers.py; no lab needed."""
 
 from __future__ import annotations
 
@@ -152,6 +152,31 @@ class PeakSampler(object):
         return False
 
 
+# ---------------------------------------------------------------- CPU
+def cpu_stat_seconds(text):
+    """usage_usec of a cgroup v2 cpu.stat, in seconds; None when it has none."""
+    for line in (text or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "usage_usec":
+            return int(value) / 1e6
+    return None
+
+
+def lab_cpu_seconds(dirs):
+    """The CPU seconds the lab's hosts have used so far: the first of ``dirs`` (the lab's cgroup in
+    each hierarchy, lab/cgroups.py) with a cpu.stat that counts them; NaN when none does (a legacy
+    cgroup host), so the report shows that it was not measured."""
+    for path in dirs:
+        try:
+            with open(os.path.join(path, "cpu.stat")) as f:
+                seconds = cpu_stat_seconds(f.read())
+        except (IOError, OSError):
+            continue
+        if seconds is not None:
+            return seconds
+    return float("nan")
+
+
 # ---------------------------------------------------------------- end state of a rollout
 # One shell line per host, run by `ansible -m shell` on both fleets of the first rollout: what
 # site.yml and the peer must both leave behind.
@@ -287,6 +312,12 @@ def report(results, rollout, goals, rounds):
         lines.append("| %d | %s | %s | %s | %s | %.2f |" % ((n,) + tuple(
             "%.0f (%s)" % (mib(p[k]), "%.0f" % mib(q[k]) if k in q else "-") for k in ("ping", "verify", "rerun", "peer"))
             + (ratio(p["rerun"], p["ping"]),)))
+    cpu = dict((n, results[n]["cpu"]) for n in sizes if results[n].get("cpu"))
+    if cpu:
+        lines += ["", "| hosts | CPU s, controller + lab hosts: ping | verify | rerun | peer |", "| --- | --- | --- | --- | --- |"]
+        for n in sorted(cpu):
+            lines.append("| %d | %s |" % (n, " | ".join("%.2f + %.2f" % (cpu[n][k]["controller"], cpu[n][k]["hosts"])
+                                                        for k in ("ping", "verify", "rerun", "peer"))))
     lines += ["", "| hosts | lab up s | up s/host | lab memory MiB | MiB/host | prepare.yml s | first site.yml s |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for n in sizes:
@@ -294,18 +325,34 @@ def report(results, rollout, goals, rounds):
         lines.append("| %d | %.1f | %.2f | %.0f | %.1f | %.1f | %.1f |" % (
             n, c["up_s"], c["up_s"] / n, mib(c["mem_kib"]), mib(c["mem_kib"]) / n, c["prepare_s"],
             c.get("converge_s", float("nan"))))
-    slopes = {}
+    slopes, cpu_slopes = {}, {}
     for lo, hi in size_pairs(sizes):
         s = {k: slope(med[lo][k], med[hi][k], lo, hi) for k in ("ping", "verify", "rerun", "peer")}
         slopes[(lo, hi)] = s
-        lines += ["", "| per-host slope %d->%d hosts | s/host | x ping's slope |" % (lo, hi), "| --- | --- | --- |"]
+        c = cpu_slopes[(lo, hi)] = cpu_slope(cpu, lo, hi)
+        lines += ["", "| per-host slope %d->%d hosts | s/host | x ping's slope | CPU s/host | x ping's |" % (lo, hi),
+                  "| --- | --- | --- | --- | --- |"]
         for k in ("ping", "verify", "rerun", "peer"):
             x = ratio(s[k], s["ping"])
             goal = goals.get(k + " slope")
-            lines.append("| %s | %.3f | %.2f%s |" % (k, s[k], x, " " + verdict(x, goal) if goal else ""))
+            lines.append("| %s | %.3f | %.2f%s | %s |" % (k, s[k], x, " " + verdict(x, goal) if goal else "",
+                                                          "%.3f | %.2f" % (c[k], ratio(c[k], c["ping"])) if c else "- | -"))
     lines += ["", "Acceptance:"]
     lines += acceptance(results, slopes, rollout, goals)
+    if len(sizes) >= 2 and cpu_slopes[(sizes[0], sizes[-1])]:
+        c = cpu_slopes[(sizes[0], sizes[-1])]
+        lines.append("  INFO CPU per added host %d->%d (controller + lab hosts): re-run %.2fx ping's, verify %.2fx ping's"
+                     % (sizes[0], sizes[-1], ratio(c["rerun"], c["ping"]), ratio(c["verify"], c["ping"])))
     return "\n".join(lines + rollout_lines(rollout))
+
+
+def cpu_slope(cpu, lo, hi):
+    """CPU seconds per added host (controller + lab hosts) of each command between two sizes, or
+    None when either size has no CPU figures (a saved run from before they were taken)."""
+    if lo not in cpu or hi not in cpu:
+        return None
+    return dict((k, slope(cpu[lo][k]["controller"] + cpu[lo][k]["hosts"], cpu[hi][k]["controller"] + cpu[hi][k]["hosts"],
+                          lo, hi)) for k in ("ping", "verify", "rerun", "peer"))
 
 
 def rollout_lines(rollout):

@@ -7,6 +7,7 @@ report's acceptance lines. The bench's figures themselves are never asserted her
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -211,3 +212,48 @@ def test_rejudge_a_saved_state():
     saved = benchlib.end_state(text)
     saved["lines"] = [l.replace("conf nvidia_fs", "conf nvidia-fs") for l in saved["lines"]]  # an older bench's state
     assert benchlib.rejudge(saved) == benchlib.end_state(text)
+
+
+def test_cpu_stat_seconds_reads_usage_usec():
+    assert benchlib.cpu_stat_seconds("usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n") == 2.5
+    assert benchlib.cpu_stat_seconds("nr_periods 0\n") is None
+    assert benchlib.cpu_stat_seconds("") is None
+
+
+def test_cpu_seconds_of_a_lab_cgroup_and_nan_without_one(tmp_path):
+    lab = tmp_path / "gpudirect-lab" / "bench"
+    lab.mkdir(parents=True)
+    (lab / "cpu.stat").write_text("usage_usec 1250000\n")
+    assert benchlib.lab_cpu_seconds([str(lab)]) == 1.25
+    assert math.isnan(benchlib.lab_cpu_seconds([str(tmp_path / "missing")]))
+    assert math.isnan(benchlib.lab_cpu_seconds([]))
+
+
+def with_cpu(results, rerun_cpu_per_host):
+    """Each command's CPU: the controller 0.07 s and the hosts 0.23 s per host (ping), the re-run
+    ``rerun_cpu_per_host`` in all; verify 3% above ping."""
+    for n, r in results.items():
+        r["cpu"] = {"ping": {"controller": 0.5 + 0.07 * n, "hosts": 0.3 + 0.23 * n},
+                    "verify": {"controller": 0.7 + 0.07 * n, "hosts": 0.3 + 0.239 * n},
+                    "rerun": {"controller": 1.0 + 0.07 * n, "hosts": 0.5 + (rerun_cpu_per_host - 0.07) * n},
+                    "peer": {"controller": 2.0 * n, "hosts": 1.0 * n}}
+    return results
+
+
+def test_report_prints_the_cpu_each_command_costs_and_its_slope_beside_the_wall_clock():
+    text = benchlib.report(with_cpu(results_for([3, 100], 0.14), 0.324), None, GOALS, 3)
+    # per size: controller + lab hosts CPU seconds of each command (median over the rounds)
+    assert "| 100 | 7.50 + 23.30 | 7.70 + 24.20 | 8.00 + 25.90 | 200.00 + 100.00 |" in text
+    # the per-host CPU slope beside the wall-clock one: (0.07 + 0.254) / 0.30 = 1.08
+    assert "| rerun | 0.140 | 1.40 FAIL | 0.324 | 1.08 |" in text
+    assert "| ping | 0.100 | 1.00 | 0.300 | 1.00 |" in text
+    assert ("INFO CPU per added host 3->100 (controller + lab hosts): re-run 1.08x ping's, verify 1.03x ping's"
+            in text)
+    # the wall-clock acceptance is what decides
+    assert "FAIL converged re-run per-host slope 3->100: 1.40x ping's" in text
+
+
+def test_report_of_a_saved_run_without_cpu_figures():
+    text = benchlib.report(results_for([3, 100], 0.11), None, GOALS, 3)
+    assert "| rerun | 0.110 | 1.10 PASS | - | - |" in text
+    assert "INFO CPU per added host" not in text and "| 100 | 7.50 +" not in text
