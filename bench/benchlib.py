@@ -156,7 +156,7 @@ class PeakSampler(object):
 def cpu_stat_seconds(text):
     """usage_usec of a cgroup v2 cpu.stat, in seconds; None when it has none."""
     for line in (text or "").splitlines():
-        key, _, value = line.partition(" ")
+        key, dummy, value = line.partition(" ")
         if key == "usage_usec":
             return int(value) / 1e6
     return None
