@@ -3,7 +3,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The pure parts of bench/run: PLAY RECAP parsing, ratios, per-host slopes, verdicts, the
 controller's memory (a process tree's RSS sampled from /proc), the lab hosts' CPU (their cgroup's
-cpu.stat) and the end-state comparison of the first rollout. Unit-tested in tests/unit/repo/test_bench_helpers.py; no lab needed."""
+cpu.stat) and the end-state comparison of the first rollout. Unit-tested in
+tests/unit/repo/test_bench_helpers.py; no lab needed."""
 
 from __future__ import annotations
 
