@@ -236,3 +236,37 @@ def test_an_expression_several_roles_share_is_rendered_once_per_host():
     assert options["mofed"]["repo"] is not options["nvidia_fs"]["repo"]  # each stage its own copy
     assert options["nvidia_fs"]["unsupported_os"] == "warn"
     assert len(compiled) == len(set(compiled)), compiled
+
+
+@pytest.mark.parametrize("inventory, expected", [({}, "fail"), ({"gds_unsupported_os": "warn"}, "warn"),
+                                                 ({"gds_unsupported_os": "{{ 'wa' ~ 'rn' }}"}, "warn")])
+def test_a_role_default_that_names_a_variable_with_a_literal_default_needs_no_jinja(inventory, expected):
+    """Issue 21: "{{ gds_unsupported_os | default('fail') }}" (the nvidia_fs and gds_preflight
+    defaults) cost a template compilation per host (~1 ms in every host's worker) to look up one
+    variable. Over a plain variable, or none, it is read as Jinja would; a variable that holds
+    Jinja itself is still rendered by the templar."""
+    import jinja2.environment
+    from ansible._internal._datatag._tags import TrustedAsTemplate
+    trusted = TrustedAsTemplate().tag
+    task_vars = host_vars(**dict((k, trusted(v)) for k, v in inventory.items()))
+    compiled = []
+    real = jinja2.environment.Environment.compile
+
+    def counting(self, source, *args, **kwargs):
+        compiled.append(source if isinstance(source, str) else "<tree>")
+        return real(self, source, *args, **kwargs)
+    with patch.object(jinja2.environment.Environment, "compile", counting):
+        options, problem = _role_args.from_roles(["nvidia_fs", "gds_preflight"], Templar(loader=DataLoader()), task_vars)
+    assert problem is None
+    assert options["nvidia_fs"]["unsupported_os"] == options["preflight"]["unsupported_os"] == expected
+    jinja = "{{" in inventory.get("gds_unsupported_os", "")
+    assert any("default('fail')" in c for c in compiled) == jinja, compiled
+    assert any("'wa' ~ 'rn'" in c for c in compiled) == jinja
+
+
+@pytest.mark.parametrize("value, found", [
+    ("{{ x | default('a') }}", ("x", "a")), ('{{x|default("b c")}}', ("x", "b c")),
+    ("{{ x | default('a', true) }}", None), ("{{ x | default(y) }}", None), ("{{ x.y | default('a') }}", None),
+    ("{{ x | default('a') }} ", None), ("{{ x | default('it\\'s') }}", None), ("x", None), (3, None)])
+def test_the_default_form_is_matched_exactly(value, found):
+    assert _role_args.default_form(value) == found

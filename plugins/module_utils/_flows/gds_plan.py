@@ -165,6 +165,11 @@ def stage_flow(name):
     return None
 
 
+# what cufile_config's plan returns for its own action's apply phase: the file's text as it would
+# be written and the current document - each a copy of cufile.json the gds_plan action never reads
+APPLY_ONLY_KEYS = ("desired_text", "current")
+
+
 def stage_spec(name):
     """(argument_spec, validator keyword arguments, execute(module, paths, runner)) of a stage."""
     flow = stage_flow(name)
@@ -176,9 +181,11 @@ def stage_spec(name):
 
     def execute(module, paths, runner):
         try:
-            return cfg.run_plan(module)
+            planned = cfg.run_plan(module)
         except cfg.CufileConfigError as exc:
             raise StageFailed(str(exc), {"path": module.params["path"]})
+        # for cufile_config's apply phase only; the diff already holds both texts
+        return dict((k, v) for k, v in planned.items() if k not in APPLY_ONLY_KEYS)
     return dict(FILE_COMMON_ARGUMENTS, **cfg.argument_spec()), {"mutually_exclusive": cfg.MUTUALLY_EXCLUSIVE}, execute
 
 

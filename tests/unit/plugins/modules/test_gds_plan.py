@@ -94,6 +94,20 @@ def test_cufile_plan_phase_reports_the_change_and_writes_nothing(host, tmp_path)
     assert stage["cufile"]["properties"]["allow_compat_mode"] is True
 
 
+def test_the_cufile_stage_returns_the_planned_document_once(host, tmp_path):
+    """Issue 21: the file's text as cufile_config's apply phase would write it and the current
+    document are for cufile_config's own action; a plan sends back only what the gds_plan action
+    reads (the document to validate, the diff), not the same file three more times."""
+    path = tmp_path / "cufile.json"
+    path.write_text('{"properties": {"allow_compat_mode": false}}\n')
+    res = plan(host, mofed=None, nvidia_fs=None, _ansible_diff=True,
+               cufile={"path": str(path), "settings": {"properties": {"allow_compat_mode": True}},
+                       "_cufile": {"phase": "plan"}})
+    stage = res["stages"]["cufile"]
+    assert stage["changed"] is True and "desired_text" not in stage and "current" not in stage
+    assert '"allow_compat_mode": true' in stage["diff"]["after"] and "false" in stage["diff"]["before"]
+
+
 @pytest.mark.parametrize("stages, converged", [({}, False), ({"a": {"changed": False, "failed": False}}, True),
                                                ({"a": {"changed": True, "failed": False}}, False),
                                                ({"a": {"changed": False, "failed": True}}, False)])
