@@ -8,6 +8,7 @@ the host is touched, and no role keeps a second mapping (no plan entry point, no
 
 from __future__ import annotations
 
+import contextlib
 import os
 from unittest.mock import patch
 
@@ -212,17 +213,10 @@ def test_only_values_with_jinja_go_through_the_templar_and_they_are_still_render
     assert _role_args.may_render(object())  # a type the check does not know: templated as before
 
 
-def test_an_expression_several_roles_share_is_rendered_once_per_host():
-    """Issue 21: Ansible compiles a template anew at every rendering (~1 ms each, in every
-    host's worker). The lab inventory gives mofed_repo and nvidia_fs_repo the same expression and
-    the nvidia_fs and gds_preflight defaults share "{{ gds_unsupported_os | default('fail') }}":
-    10 compilations per host where 5 expressions were distinct."""
+@contextlib.contextmanager
+def compilations():
+    """The sources Jinja compiles inside the block (a list, filled as they are compiled)."""
     import jinja2.environment
-    from ansible._internal._datatag._tags import TrustedAsTemplate
-    trusted = TrustedAsTemplate().tag
-    repo = trusted("{{ site_repo }}")
-    task_vars = host_vars(mofed_repo=repo, nvidia_fs_repo=trusted("{{ site_repo }}"), gds_unsupported_os="warn",
-                          site_repo=trusted("{{ {'name': 'site', 'url': 'http://mirror/' ~ 'gds/'} }}"))
     compiled = []
     real = jinja2.environment.Environment.compile
 
@@ -230,6 +224,20 @@ def test_an_expression_several_roles_share_is_rendered_once_per_host():
         compiled.append(source if isinstance(source, str) else "<tree>")
         return real(self, source, *args, **kwargs)
     with patch.object(jinja2.environment.Environment, "compile", counting):
+        yield compiled
+
+
+def test_an_expression_several_roles_share_is_rendered_once_per_host():
+    """Issue 21: Ansible compiles a template anew at every rendering (~1 ms each, in every
+    host's worker). The lab inventory gives mofed_repo and nvidia_fs_repo the same expression and
+    the nvidia_fs and gds_preflight defaults share "{{ gds_unsupported_os | default('fail') }}":
+    10 compilations per host where 5 expressions were distinct."""
+    from ansible._internal._datatag._tags import TrustedAsTemplate
+    trusted = TrustedAsTemplate().tag
+    repo = trusted("{{ site_repo }}")
+    task_vars = host_vars(mofed_repo=repo, nvidia_fs_repo=trusted("{{ site_repo }}"), gds_unsupported_os="warn",
+                          site_repo=trusted("{{ {'name': 'site', 'url': 'http://mirror/' ~ 'gds/'} }}"))
+    with compilations() as compiled:
         options, problem = _role_args.from_roles(ALL, Templar(loader=DataLoader()), task_vars)
     assert problem is None
     assert options["mofed"]["repo"] == options["nvidia_fs"]["repo"] == {"name": "site", "url": "http://mirror/gds/"}
@@ -245,17 +253,10 @@ def test_a_role_default_that_names_a_variable_with_a_literal_default_needs_no_ji
     defaults) cost a template compilation per host (~1 ms in every host's worker) to look up one
     variable. Over a plain variable, or none, it is read as Jinja would; a variable that holds
     Jinja itself is still rendered by the templar."""
-    import jinja2.environment
     from ansible._internal._datatag._tags import TrustedAsTemplate
     trusted = TrustedAsTemplate().tag
     task_vars = host_vars(**dict((k, trusted(v)) for k, v in inventory.items()))
-    compiled = []
-    real = jinja2.environment.Environment.compile
-
-    def counting(self, source, *args, **kwargs):
-        compiled.append(source if isinstance(source, str) else "<tree>")
-        return real(self, source, *args, **kwargs)
-    with patch.object(jinja2.environment.Environment, "compile", counting):
+    with compilations() as compiled:
         options, problem = _role_args.from_roles(["nvidia_fs", "gds_preflight"], Templar(loader=DataLoader()), task_vars)
     assert problem is None
     assert options["nvidia_fs"]["unsupported_os"] == options["preflight"]["unsupported_os"] == expected
