@@ -89,8 +89,9 @@ def render(templar, values, rendered=None):
     rendered with the same variables (``rendered``: {(string, trusted): result}, kept by the
     caller for one host) - or to another of ``values`` - is rendered once: Ansible compiles a
     template anew at every rendering, about 1 ms each in every host's worker, and inventories and
-    role defaults repeat expressions across roles (two roles' repositories from one variable,
-    "{{ gds_unsupported_os | default('fail') }}"). Each name gets its own copy of a shared result."""
+    role defaults repeat expressions across roles (two roles' repositories from one variable).
+    A role default of the form "{{ name | default('literal') }}" over a plain variable is read
+    without Jinja (:func:`default_form`). Each name gets its own copy of a shared result."""
     rendered = {} if rendered is None else rendered
     todo, first, out = {}, {}, {}
     for name, value in values.items():
@@ -109,34 +110,6 @@ def render(templar, values, rendered=None):
         if name not in out:
             out[name] = copy.deepcopy(rendered[_render_key(value)])
     return out
-
-
-# "{{ name | default('literal') }}" - how role defaults fall back to a shared variable
-_DEFAULT_FORM = re.compile(r"""^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\|\s*default\(\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\)\s*\}\}$""")
-
-
-def default_form(value):
-    """(name, literal) of a string that is exactly "{{ name | default('literal') }}", else None."""
-    match = _DEFAULT_FORM.match(value) if isinstance(value, str) else None
-    if match is None:
-        return None
-    return match.group(1), match.group(2) if match.group(2) is not None else match.group(3)
-
-
-def _default_lookup(value, variables):
-    """(what Jinja makes of ``value``,) for the default form over a variable that is unset or
-    plain (a string without Jinja, a number, a bool), else None: looked up without compiling a
-    template (~1 ms per host). Anything else - None, a container, Jinja - goes to the templar."""
-    form = default_form(value)
-    if form is None:
-        return None
-    name, literal = form
-    if name not in variables:
-        return (literal,)
-    found = variables[name]
-    if isinstance(found, (str, bool, int, float)) and not may_render(found):
-        return (found,)
-    return None
 
 
 def _render_key(value):
@@ -184,6 +157,34 @@ _FORMS = (
     (re.compile(r"^%s\s+if\s+(\w+)\s*\|\s*length\s*>\s*0\s+else\s+omit\s*\}\}$" % _NAME),
      lambda v: (len(v) > 0, v) if isinstance(v, (str, list, dict)) else None),
 )
+
+
+# "{{ name | default('literal') }}" - how role defaults fall back to a shared variable
+_DEFAULT_FORM = re.compile("^" + _NAME + r"""\s*\|\s*default\(\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\)\s*\}\}$""")
+
+
+def default_form(value):
+    """(name, literal) of a string that is exactly "{{ name | default('literal') }}", else None."""
+    match = _DEFAULT_FORM.match(value) if isinstance(value, str) else None
+    if match is None:
+        return None
+    return match.group(1), match.group(2) if match.group(2) is not None else match.group(3)
+
+
+def _default_lookup(value, variables):
+    """(what Jinja makes of ``value``,) for the default form over a variable that is unset or
+    plain (a string without Jinja, a number, a bool), else None: looked up without compiling a
+    template (~1 ms per host). Anything else - None, a container, Jinja - goes to the templar."""
+    form = default_form(value)
+    if form is None:
+        return None
+    name, literal = form
+    if name not in variables:
+        return (literal,)
+    found = variables[name]
+    if isinstance(found, (str, bool, int, float)) and not may_render(found):
+        return (found,)
+    return None
 
 
 def _known_form(value, resolved):
