@@ -20,13 +20,14 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, verdict_line, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import PlainReferences
 
 MODULE = "gpudirect.storage.gds_facts"
 # the role whose task this module is (gds_verify), from the one role -> module mapping
 ROLE = next(role for role, (_option, module, _left_out) in role_args.STAGE_ROLES.items() if module == MODULE)
 
 
-class ActionModule(ActionBase):
+class ActionModule(PlainReferences, ActionBase):
 
     _supports_check_mode = True
     _supports_async = False

@@ -7,7 +7,13 @@ gds_preflight action plugins: validate the cufile.json texts with the collection
 
 from __future__ import annotations
 
+# imported here, not where used: the action plugins import this module in Ansible's main process
+# before it forks a worker per host, and a module first imported in a worker is compiled again for
+# every host (Ansible's collection loader keeps no bytecode)
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases, release_of
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import with_config_errors
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.fleet import slim_facts
 
 MAX_FINDINGS = 50
 
@@ -20,7 +26,6 @@ def verbosity():
 def for_a_person(result):
     """A failed result as the default output shows it: the reason, the failed stages' messages,
     the preflight table and the part of the facts the fleet report reads; the rest only with -v."""
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.fleet import slim_facts
     gds = (result.get("ansible_facts") or {}).get("gds")
     if gds:
         slim = slim_facts(gds) or {}
@@ -68,8 +73,6 @@ def host_release(gds):
     """(release, note): the libcufile release (the validator's view) the host's cufile.json is read
     by - the host's own libcufile; the newest release with a shipped file when none was found;
     None (with the reason) when the host's release is unknown to the collection."""
-    from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped
-    from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases, release_of
     version = (gds.get("libcufile") or {}).get("version")
     if not version:
         return shipped.NEWEST, ("no libcufile found on the host: validated against libcufile %s, the newest "

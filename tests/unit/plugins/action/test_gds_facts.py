@@ -190,3 +190,29 @@ def test_importing_the_action_reads_the_verify_roles_files_before_the_workers_fo
     assert list(role_args._FILES) == [action.ROLE] == ["gds_verify"]
     options, _defaults, task_args = role_args._FILES["gds_verify"]
     assert "gds_verify_probe" in options and task_args is not None
+
+
+def test_a_hosts_result_is_handled_with_what_the_action_imported_before_the_workers_fork():
+    """Issue 21: a module the per-host path imports first in a worker is compiled for every host
+    (Ansible's collection loader keeps no bytecode): host_release imported two of them there."""
+    import subprocess
+    import textwrap
+    script = textwrap.dedent("""
+        import json, sys
+        from ansible_collections.gpudirect.storage.plugins.action import gds_facts, gds_preflight  # noqa: F401
+        from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import results
+        before = set(sys.modules)
+        gds = json.loads(sys.stdin.read())
+        results.validate_cufile(gds)
+        results.verdict_line(gds)
+        results.shown({"failed": True, "msg": "m", "ansible_facts": {"gds": gds}})
+        print(json.dumps([gds["cufile"].get("validator"), sorted(set(sys.modules) - before)]))
+    """)
+    facts = dict(gds(), libcufile={"version": "1.15.1"})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    import json
+    out = subprocess.run([sys.executable, "-c", script], input=json.dumps(facts), env=env, capture_output=True,
+                         text=True, check=True).stdout
+    validator, imported = json.loads(out.strip().splitlines()[-1])
+    assert validator == "ok"
+    assert [m for m in imported if m.startswith("ansible_collections.")] == []
