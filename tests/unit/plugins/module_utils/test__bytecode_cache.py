@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The host-side bytecode cache of a module's payload (_common/bytecode_cache.py): its pure parts,
-and imports from a real zip archive as AnsiballZ ships them."""
+"""The host-side bytecode cache of a module's payload (_common/bytecode_cache.py, the entry point,
+and _common/bytecode_finder.py): its pure parts, imports from a real zip archive as AnsiballZ
+ships them, and the entry point reading the finder's own code back."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import zipimport
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import bytecode_cache as bc
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import bytecode_finder as bf
 
 UID = os.geteuid()
 
@@ -60,7 +62,7 @@ def test_owned_privately(uid, mode, trusted):
 
 def test_prepare_dir_creates_it_private(tmp_path):
     path = str(tmp_path / "a" / "cache")
-    assert bc.prepare_dir(path, UID)
+    assert bf.prepare_dir(path, UID)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
 
 
@@ -68,17 +70,17 @@ def test_prepare_dir_refuses_shared_foreign_or_linked(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    assert not bc.prepare_dir(str(shared), UID)
-    assert not bc.prepare_dir(str(tmp_path), UID + 1)
+    assert not bf.prepare_dir(str(shared), UID)
+    assert not bf.prepare_dir(str(tmp_path), UID + 1)
     os.symlink(str(tmp_path), str(tmp_path / "link"))
-    assert not bc.prepare_dir(str(tmp_path / "link"), UID)
+    assert not bf.prepare_dir(str(tmp_path / "link"), UID)
     (tmp_path / "file").write_text("")
-    assert not bc.prepare_dir(str(tmp_path / "file"), UID)
+    assert not bf.prepare_dir(str(tmp_path / "file"), UID)
 
 
 def test_write_then_read(tmp_path):
     code = compile("y = 6 * 7\n", "m.py", "exec")
-    bc.write_code(str(tmp_path), "k", code)
+    bf.write_code(str(tmp_path), "k", code)
     path = str(tmp_path / "k")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     namespace = {}
@@ -88,7 +90,7 @@ def test_write_then_read(tmp_path):
 
 
 def test_read_refuses_foreign_shared_corrupt_missing_and_links(tmp_path):
-    bc.write_code(str(tmp_path), "k", compile("y = 1\n", "m.py", "exec"))
+    bf.write_code(str(tmp_path), "k", compile("y = 1\n", "m.py", "exec"))
     path = str(tmp_path / "k")
     assert bc.read_code(path, UID + 1) is None
     os.chmod(path, 0o666)
@@ -110,7 +112,7 @@ def test_prune_keeps_the_newest(tmp_path):
         (tmp_path / ("e%d" % i)).write_text("")
         os.utime(str(tmp_path / ("e%d" % i)), (1000 + i, 1000 + i))
     (tmp_path / ".tmp-x").write_text("")  # a writer's temporary file is not an entry
-    bc.prune(str(tmp_path), keep=4)
+    bf.prune(str(tmp_path), keep=4)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-x", "e2", "e3", "e4", "e5"]
 
 
@@ -130,13 +132,13 @@ def _zip(path, value):
 @pytest.fixture
 def payload(tmp_path, monkeypatch):
     """Imports of PKG from a zip on sys.path with the finder enabled; the number of compiles."""
-    monkeypatch.setattr(bc, "PREFIXES", (PKG + ".",))
+    monkeypatch.setattr(bf, "PREFIXES", (PKG + ".",))
     compiles = []
 
     def counting_compile(*args, **kwargs):
         compiles.append(args[1])
         return builtins.compile(*args, **kwargs)
-    monkeypatch.setattr(bc, "compile", counting_compile, raising=False)
+    monkeypatch.setattr(bf, "compile", counting_compile, raising=False)
     cache = tmp_path / "cache"
     state = {"compiles": compiles, "cache": cache, "finders": []}
 
@@ -152,12 +154,12 @@ def payload(tmp_path, monkeypatch):
             loader = zipimport.zipimporter(os.path.join(archive, PKG))
             env = {bc.ENV: str(cache)} if environ is None else environ
             state["enabled"] = bc.enable(loader, environ=env, modules={}, write=write)
-            state["finders"] += [f for f in sys.meta_path if isinstance(f, bc.CachedFinder)]
+            state["finders"] += [f for f in sys.meta_path if isinstance(f, bf.CachedFinder)]
             import importlib
             return importlib.import_module(PKG + ".sub.mod")
         finally:
             sys.path.remove(archive)
-            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, bc.CachedFinder)]
+            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, bf.CachedFinder)]
     state["load"] = load
     yield state
     for mod in [m for m in sys.modules if m == PKG or m.startswith(PKG + ".")]:
@@ -213,7 +215,7 @@ def test_a_same_size_edit_is_compiled_again(payload):
 
 
 def test_without_the_zip_directory_the_key_is_the_source(payload, monkeypatch):
-    monkeypatch.setattr(bc, "zip_record", lambda importer, path: None)  # another zipimport
+    monkeypatch.setattr(bf, "zip_record", lambda importer, path: None)  # another zipimport
     assert payload["load"](21).VALUE == 42 and len(payload["compiles"]) == 3
     del payload["compiles"][:]
     assert payload["load"](21, name="next-run.zip").VALUE == 42 and payload["compiles"] == []
@@ -245,4 +247,69 @@ def test_enable_only_for_a_zip_payload_without_coverage(tmp_path):
     archive = _zip(tmp_path / "p.zip", 1)
     loader = zipimport.zipimporter(archive)
     assert bc.enable(loader, environ={bc.ENV: str(tmp_path / "c")}, modules={"coverage": object()}) is False
-    assert not any(isinstance(f, bc.CachedFinder) for f in sys.meta_path)
+    assert not any(isinstance(f, bf.CachedFinder) for f in sys.meta_path)
+
+
+# --------------------------------------------------------------------------- the finder's own entry
+COMMON = "ansible_collections/gpudirect/storage/plugins/module_utils/_common/"
+BOOT = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import bytecode_cache as bc
+modules = {"coverage": None} if len(sys.argv) > 3 else None
+installed = bc.enable(bc.__loader__, environ={bc.ENV: sys.argv[2]}, modules=modules)
+finder = sys.modules.get(bc.FINDER)
+print(json.dumps([installed, getattr(finder, "__cached__", None), getattr(finder, "__file__", None)]))
+'''
+
+
+def run_payload(tmp_path, name, cache, coverage=False):
+    """A fresh interpreter importing bytecode_cache from a zip of the collection's two files (a
+    new path each run, as AnsiballZ writes it): (installed, the finder's __cached__, __file__)."""
+    import json
+    import subprocess
+    archive = str(tmp_path / name)
+    with zipfile.ZipFile(archive, "w") as z:
+        parts = COMMON.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            z.writestr("/".join(parts[:i]) + "/__init__.py", "")
+        for module in (bc, bf):
+            with open(module.__file__.replace(".pyc", ".py")) as f:
+                z.writestr(COMMON + os.path.basename(module.__file__), f.read())
+    argv = [sys.executable, "-I", "-c", BOOT, archive, cache] + (["coverage"] if coverage else [])
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_the_entry_point_reads_the_finder_from_the_cache_after_the_first_run(tmp_path):
+    """Issue 21: bytecode_cache.py is the one source a module compiles on every run; it keeps only
+    what reading the finder's own entry needs (the finder was 1.8 ms of compiling per run)."""
+    cache = str(tmp_path / "cache")
+    installed, cached, origin = run_payload(tmp_path, "run1.zip", cache)
+    assert installed and not cached.startswith(cache) and origin.endswith("run1.zip/" + COMMON + "bytecode_finder.py")
+    entries = os.listdir(cache)
+    assert len(entries) == 1  # the finder's own, written by the finder imported from the zip
+    installed, cached, origin = run_payload(tmp_path, "run2.zip", cache)
+    assert installed and cached == os.path.join(cache, entries[0])
+    assert origin.endswith("run2.zip/" + COMMON + "bytecode_finder.py")
+    assert os.listdir(cache) == entries
+
+
+def test_a_broken_or_foreign_finder_entry_is_not_used(tmp_path):
+    cache = str(tmp_path / "cache")
+    run_payload(tmp_path, "run1.zip", cache)
+    entry = os.path.join(cache, os.listdir(cache)[0])
+    with open(entry, "wb") as f:
+        f.write(marshal.dumps(compile("raise RuntimeError('broken')", "x", "exec")))
+    installed, cached, _origin = run_payload(tmp_path, "run2.zip", cache)
+    assert installed and not cached.startswith(cache)  # from the zip, as on a first run
+    os.chmod(entry, 0o666)  # writable by others: not trusted
+    installed, cached, _origin = run_payload(tmp_path, "run3.zip", cache)
+    assert installed and not cached.startswith(cache)
+
+
+def test_under_coverage_the_finder_entry_is_not_read(tmp_path):
+    cache = str(tmp_path / "cache")
+    run_payload(tmp_path, "run1.zip", cache)
+    installed, cached, _origin = run_payload(tmp_path, "run2.zip", cache, coverage=True)
+    assert installed is False and not cached.startswith(cache)
