@@ -54,7 +54,6 @@ def prepare_dir(path, uid):
     return stat.S_ISDIR(st.st_mode) and owned_privately(st, uid)
 
 
-
 def write_code(directory, key, code):
     """Write the entry atomically (temporary file, then rename); errors are ignored."""
     try:
