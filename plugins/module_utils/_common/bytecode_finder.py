@@ -30,13 +30,12 @@ from __future__ import annotations
 import importlib.util
 import marshal
 import os
-import stat
 import sys
 import tempfile
 import zipimport
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.bytecode_cache import (
-    cache_dir, cache_key, owned_privately, read_code, zip_record)
+    cache_dir, cache_key, read_code, trusted_dir, zip_record)
 
 MAX_ENTRIES = 512
 # What is cached: this collection's module_utils and Ansible's (the modules themselves are run by
@@ -48,10 +47,9 @@ def prepare_dir(path, uid):
     """Create the cache directory (0700) when missing; True when it is safe to use."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.lstat(path)
     except OSError:
         return False
-    return stat.S_ISDIR(st.st_mode) and owned_privately(st, uid)
+    return trusted_dir(path, uid)
 
 
 def write_code(directory, key, code):
@@ -85,6 +83,16 @@ def prune(directory, keep=MAX_ENTRIES):
             pass
 
 
+def compile_entry(source, filename, directory, key, write):
+    """``source`` compiled (``filename``: its name inside the zip, the same on every run), and
+    with ``write`` stored as entry ``key`` of ``directory`` (the oldest beyond MAX_ENTRIES go)."""
+    code = compile(source, filename, "exec", dont_inherit=True)
+    if write:
+        write_code(directory, key, code)
+        prune(directory)
+    return code
+
+
 class CachedLoader(object):
     """Loads the modules of one directory of the zip (one zip importer): the cached code object,
     or the zip's source compiled."""
@@ -105,11 +113,7 @@ class CachedLoader(object):
         code = read_code(os.path.join(self.directory, key), self.uid)
         if code is None:
             source = source if source is not None else self.importer.get_data(spec.origin)
-            # the name inside the zip, not the zip's temporary path: the same on every run
-            code = compile(source, os.path.relpath(spec.origin, self.archive), "exec", dont_inherit=True)
-            if self.write:
-                write_code(self.directory, key, code)
-                prune(self.directory)
+            code = compile_entry(source, os.path.relpath(spec.origin, self.archive), self.directory, key, self.write)
         exec(code, module.__dict__)
 
     # what tracebacks (linecache) and resource readers ask a loader for
@@ -176,11 +180,10 @@ def remember_self(archive, directory):
     importer, inner = globals().get("__loader__"), mine[len(archive) + 1:]
     try:
         source = importer.get_data(mine)
-        code = compile(source, inner, "exec", dont_inherit=True)
+        record = zip_record(importer, inner)
+        compile_entry(source, inner, directory, cache_key(__name__, record if record is not None else source), True)
     except Exception:  # pylint: disable=broad-except  # whatever it is: compiled again next run
-        return
-    record = zip_record(importer, inner)
-    write_code(directory, cache_key(__name__, record if record is not None else source), code)
+        pass
 
 
 def install(loader, environ, uid, modules, write=None):

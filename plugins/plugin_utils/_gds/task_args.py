@@ -20,10 +20,10 @@ import re
 
 from ansible.template import is_trusted_as_template
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.role_args import may_render
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.role_args import _NAME, may_render
 
-# exactly "{{ name }}" (spaces inside the braces allowed)
-_REFERENCE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+# exactly "{{ name }}" (spaces inside the braces allowed), with role_args' name pattern
+_REFERENCE = re.compile("^" + _NAME + r"\s*\}\}$")
 # the variable Ansible turns into "leave this option out": always its own
 _SPECIAL = ("omit",)
 
