@@ -48,6 +48,39 @@ def parse_ofed_info(text):
     return None
 
 
+# The ofed_info that MLNX_OFED and DOCA-OFED install is generated: a bash script whose first
+# statement after its usage function answers -s with a literal and exits, e.g.
+#   if [ "X$1" == "X-s" ]; then echo OFED-internal-24.01-0.3.3:; exit 0; fi
+_OFED_INFO_S = re.compile(r'^if \[ "X\$1" == "X-s" \]; then echo ([A-Za-z0-9_.:+~-]+); exit(?: 0)?; fi[ \t]*$',
+                          re.MULTILINE)
+OFED_INFO_HEAD = 64 * 1024  # where that line is (the package list after it can be long)
+
+
+def ofed_info_s_literal(script):
+    """What ``ofed_info -s`` prints, parsed (:func:`parse_ofed_info`), read from the text of a
+    generated ofed_info; None for a program of any other shape (then it is run)."""
+    match = _OFED_INFO_S.search(script or "")
+    return parse_ofed_info(match.group(1)) if match else None
+
+
+def ofed_info(runner, paths):
+    """``ofed_info -s`` parsed, or None when ofed_info is missing, fails or names no OFED. The
+    program the runner would start is read instead where it is a generated ofed_info (a bash
+    process less per plan and per facts run); any other program is run."""
+    program = runner.which("ofed_info")
+    if not program:
+        return None
+    try:
+        with open(paths.under_root(program), "rb") as f:
+            known = ofed_info_s_literal(f.read(OFED_INFO_HEAD).decode("utf-8", "replace"))
+    except (IOError, OSError):
+        known = None
+    if known is not None:
+        return known
+    res = runner.run(["ofed_info", "-s"], check=False)
+    return parse_ofed_info(res.stdout) if res.rc == 0 else None
+
+
 def parse_driver_version(text):
     """``/proc/driver/nvidia/version`` -> {version, open} or None."""
     for line in (text or "").splitlines():

@@ -13,7 +13,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import o
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
-from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_ofed_info
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import ofed_info
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 
 
@@ -26,12 +26,6 @@ def argument_spec():
         lock_timeout=dict(type="int", default=120),
         repo=copy.deepcopy(repos.REPO_ARG_SPEC),
     )
-
-
-def ofed_info(runner):
-    if not runner.which("ofed_info"):
-        return None
-    return parse_ofed_info(runner.run(["ofed_info", "-s"], check=False).stdout)
 
 
 def repo_change(module, paths, backend):
@@ -50,7 +44,7 @@ def run(module, paths, runner, backend, result):
     p = module.params
     names = ofed.query_names(backend.family) + package_names(p)
     installed, available = backend.query(names)
-    current = ofed.detect(installed, ofed_info(runner))
+    current = ofed.detect(installed, ofed_info(runner, paths))
     result.update(current=current, installed_version=current["version"], version=current["version"])
     decision = ofed.decide(current, installed, {"flavour": p["flavour"], "version": p["version"],
                                                 "extra_packages": p["extra_packages"]}, backend.family)
@@ -90,7 +84,7 @@ def run(module, paths, runner, backend, result):
             result["actions"].append("%s %s=%s" % (kind, name, ver))
             after[name] = ver
         if not module.check_mode:
-            info = ofed_info(runner)
+            info = ofed_info(runner, paths)
             result["version"] = info["version"] if info else result["version"]
     result["packages"]["after"] = after
     result.update(ofed.outcome(decision, plan, current, "nvidia-fs-dkms" in installed))

@@ -20,7 +20,7 @@ import sys
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.targets import classify
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import (
-    parse_ofed_info, parse_os_release, parse_proc_modules)
+    ofed_info, parse_os_release, parse_proc_modules)
 
 MODULES_OF_INTEREST = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_fs", "nvidia_peermem", "nvme",
                        "nvme_core", "nvme_rdma", "nvme_fabrics", "ib_core", "ib_uverbs", "rdma_cm",
@@ -290,10 +290,7 @@ class Collector(object):
         return out
 
     def ofed(self):
-        res = self.runner.run(["ofed_info", "-s"], check=False)
-        if res.rc != 0:
-            return None
-        return parse_ofed_info(res.stdout)
+        return ofed_info(self.runner, self.paths)
 
     def gpus_from_smi(self):
         res = self.runner.run(["nvidia-smi", "--query-gpu=index,name,uuid,pci.bus_id,driver_version",

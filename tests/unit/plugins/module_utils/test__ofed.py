@@ -119,3 +119,93 @@ def test_decide_inbox_per_package_family_and_extras():
     assert d["wanted"]["mstflint"] == "4.26.0-1" and not d["changes_kernel_stack"]
     _c, d = _decide({}, None, "inbox", fam="dnf")
     assert "libibverbs-utils" in d["wanted"]
+
+
+# ofed_info as the MLNX_OFED / DOCA-OFED packages generate it: a bash script that answers -s
+# with a literal before anything else runs (this one written for the test, in that shape)
+GENERATED = """#!/bin/bash
+usage()
+{
+\tcat <<EOF
+Usage: $0 [options]
+    -s       the package name and version
+EOF
+}
+if [ "X$1" == "X-s" ]; then echo %s; exit%s; fi
+if [ "X$1" == "X-n" ]; then echo 0.0-0; exit 0; fi
+
+cat << EOF
+%s
+
+component:
+component-1.0.tar.gz
+EOF
+"""
+LAB_STUB = '#!/bin/sh\ncase "$1" in\n  -s) echo "OFED-internal-25.10-1.7.1:" ;;\nesac\n'
+
+
+@pytest.mark.parametrize("literal,exit_code", [("OFED-internal-24.01-0.3.3:", " 0"), ("MLNX_OFED_LINUX-24.10-1.1.4.0:", "")])
+def test_ofed_info_s_is_read_from_the_generated_script(literal, exit_code):
+    info = hostparse.ofed_info_s_literal(GENERATED % (literal, exit_code, literal))
+    assert info == hostparse.parse_ofed_info(literal + "\n") and info is not None
+
+
+@pytest.mark.parametrize("script", [
+    LAB_STUB,                                                             # another shape: run it
+    GENERATED % ("$VERSION", " 0", "x"),                                  # not a literal
+    GENERATED % ('"OFED-internal-24.01-0.3.3:"', " 0", "x"),              # quoted: not the generated form
+    GENERATED % ("OFED-internal-24.01-0.3.3:; echo more", " 0", "x"),     # more than the one echo
+    GENERATED % ("garbage", " 0", "x"),                                   # nothing ofed_info -s says
+    "", "\x00\x01binary",
+])
+def test_ofed_info_s_is_not_read_from_any_other_program(script):
+    assert hostparse.ofed_info_s_literal(script) is None
+
+
+class _Runner(object):
+    def __init__(self, exe, stdout="", rc=0):
+        self.exe, self.stdout, self.rc, self.ran = exe, stdout, rc, []
+
+    def which(self, name, required=False):
+        return self.exe if name == "ofed_info" else None
+
+    def run(self, argv, check=True, **kwargs):
+        self.ran.append(list(argv))
+        return type("Result", (), {"rc": self.rc, "stdout": self.stdout, "stderr": "", "ok": self.rc == 0})()
+
+
+def _host_with_ofed_info(tmp_path, text):
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
+    script = tmp_path / "usr" / "bin" / "ofed_info"
+    script.parent.mkdir(parents=True)
+    script.write_text(text)
+    return HostPaths(root=str(tmp_path), proc_root=str(tmp_path))
+
+
+def test_ofed_info_reads_the_generated_script_and_runs_nothing(tmp_path):
+    paths = _host_with_ofed_info(tmp_path, GENERATED % ("OFED-internal-25.10-1.7.1:", " 0", "x"))
+    runner = _Runner("/usr/bin/ofed_info")
+    assert hostparse.ofed_info(runner, paths)["version"] == "25.10-1.7.1"
+    assert runner.ran == []
+
+
+@pytest.mark.parametrize("exe,shape", [
+    ("/usr/bin/ofed_info", "other"),       # a script of another shape
+    ("/usr/bin/ofed_info", "missing"),     # the program cannot be read
+    ("/usr/local/bin/ofed_info", "generated"),  # that program is not in the host tree: it is run
+])
+def test_ofed_info_runs_the_program_it_cannot_read(tmp_path, exe, shape):
+    paths = _host_with_ofed_info(tmp_path, GENERATED % ("OFED-internal-25.10-1.7.1:", " 0", "x") if shape == "generated"
+                                 else LAB_STUB)
+    if shape == "missing":
+        (tmp_path / "usr" / "bin" / "ofed_info").unlink()
+    runner = _Runner(exe, stdout="MLNX_OFED_LINUX-24.10-1.1.4.0:\n")
+    assert hostparse.ofed_info(runner, paths)["version"] == "24.10-1.1.4.0"
+    assert runner.ran == [["ofed_info", "-s"]]
+
+
+def test_ofed_info_is_none_without_the_program_or_a_version(tmp_path):
+    paths = _host_with_ofed_info(tmp_path, LAB_STUB)
+    assert hostparse.ofed_info(_Runner(None), paths) is None
+    failing = _Runner("/usr/bin/ofed_info", stdout="MLNX_OFED_LINUX-24.10-1.1.4.0:\n", rc=1)
+    assert hostparse.ofed_info(failing, paths) is None and failing.ran == [["ofed_info", "-s"]]
