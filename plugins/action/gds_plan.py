@@ -23,6 +23,7 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import resolved
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
@@ -80,6 +81,9 @@ class ActionModule(ActionBase):
                 return dict(result, failed=True, msg=problem)
         args = self._validated(dict(filled, **task_args))
         warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
+        if problem:
+            return dict(result, failed=True, msg=problem, warnings=warnings)
+        problem = self._apply_environment(task_vars or {})
         if problem:
             return dict(result, failed=True, msg=problem, warnings=warnings)
         policy = None
@@ -145,6 +149,21 @@ class ActionModule(ActionBase):
         if checked.error_messages:
             raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
         return checked.validated_parameters
+
+    def _apply_environment(self, task_vars):
+        """gds_environment made the environment of this task's module, under the task's own
+        (which wins); a failure message when it is no dictionary. site.yml's plan play has no
+        ``environment`` keyword: Ansible templates one in every host's worker before any action
+        runs (several ms per host); here a plain dictionary is read without Jinja."""
+        if task_vars.get("gds_environment") is None:
+            return None
+        env = resolved(task_vars["gds_environment"], self._templar)
+        if not isinstance(env, dict):
+            return ("gds_environment must be a dictionary (the environment of the modules on the GDS hosts), "
+                    "not %s - nothing was changed" % type(env).__name__)
+        own = self._task.environment
+        self._task.environment = [env] + (list(own) if isinstance(own, list) else [own] if own else [])
+        return None
 
     def _check_variables(self, task_vars, unknown_policy):
         """(warnings, failure message or None): our variables that nothing reads (typos), and

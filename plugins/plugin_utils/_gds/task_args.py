@@ -54,6 +54,14 @@ def reference(value, variables):
     return (copy.deepcopy(found) if isinstance(found, (list, dict)) else found,)
 
 
+def resolved(value, templar):
+    """``value`` as templating gives it back: a copy of itself when it is plain (:func:`plain`,
+    no template compiled), else templated by ``templar``."""
+    if plain(value):
+        return copy.deepcopy(value)
+    return templar.template(value)
+
+
 class PlainReferences(object):
     """Mixed into an action plugin (before ActionBase): its options that only name a plain
     variable are that variable's value; the others are templated by Ansible."""

@@ -142,3 +142,59 @@ def test_the_preflight_mok_cert_is_asked_about_on_the_host():
     """With Secure Boot on, the facts ask mokutil about the signing certificate (issue 18)."""
     _result, execute = run_action({"preflight": {"mok_key": "/k.priv", "mok_cert": "/k.der"}, "facts": {"probe": False}})
     assert execute.call_args.kwargs["module_args"]["facts"] == {"probe": False, "mok_cert": "/k.der"}
+
+
+def environment_seen(task_vars, own=None, templar_variables=None):
+    """(result, the environment the module ran with) of a plan with ``task_vars`` (``own``: the
+    task's own environment, as Ansible's post-validation leaves it)."""
+    from unittest.mock import MagicMock
+    from ansible._internal._templating._engine import TemplateEngine
+    from ansible.plugins.shell.sh import ShellModule
+    task = MagicMock()
+    task.args, task.async_val, task.check_mode, task.action = {}, 0, False, "gpudirect.storage.gds_plan"
+    task.environment = own
+    task.get_play.return_value.vars = {}
+    connection = MagicMock()
+    connection._shell = ShellModule()
+    plugin = action.ActionModule(task, connection, MagicMock(), loader=None, shared_loader_obj=None,
+                                 templar=TemplateEngine(variables=dict(templar_variables or task_vars)))
+    seen = {}
+
+    def execute(**kwargs):
+        plugin._compute_environment_string(seen)
+        return module_result()
+    plugin._execute_module = MagicMock(side_effect=execute)
+    return plugin.run(task_vars=dict(task_vars)), seen
+
+
+def test_gds_environment_is_the_environment_of_the_plan_without_a_template():
+    # site.yml's plan play has no environment keyword: Ansible would template it in every host's
+    # worker before the action runs; the action applies gds_environment itself
+    from ansible_collections.gpudirect.storage.tests.unit.test_role_args import compilations
+    env = {"GPUDIRECT_PROC_ROOT": "/srv/gds-fake", "http_proxy": "http://proxy:3128"}
+    with compilations() as compiled:
+        result, seen = environment_seen({"gds_environment": env})
+    assert not result.get("failed") and seen == env and compiled == []
+
+
+def test_the_tasks_own_environment_wins_over_gds_environment():
+    result, seen = environment_seen({"gds_environment": {"A": "gds", "B": "gds"}}, own={"B": "task"})
+    assert not result.get("failed") and seen == {"A": "gds", "B": "task"}
+
+
+def test_a_gds_environment_with_jinja_is_templated():
+    from ansible.template import trust_as_template
+    result, seen = environment_seen({"gds_environment": trust_as_template("{{ proxies }}"), "proxies": {"http_proxy": "p"}})
+    assert not result.get("failed") and seen == {"http_proxy": "p"}
+
+
+def test_no_gds_environment_leaves_the_environment_as_it_is():
+    result, seen = environment_seen({}, own={"A": "1"})
+    assert not result.get("failed") and seen == {"A": "1"}
+
+
+@pytest.mark.parametrize("value", ["HTTP_PROXY=p", ["A=1"], 3])
+def test_a_gds_environment_that_is_no_dictionary_fails_the_host_naming_it(value):
+    result, _seen = environment_seen({"gds_environment": value})
+    assert result["failed"] is True and "gds_environment" in result["msg"] and "dictionary" in result["msg"]
+    assert "nothing was changed" in result["msg"]
