@@ -26,6 +26,9 @@ description:
   - A failed host's result shows the reason; the full facts and stage results only with C(-v)
     (the fleet report keeps what it reads either way).
   - Changes nothing on the host (the probe file is written and deleted, as gds_facts does).
+  - The host variable C(gds_environment) (a dictionary), when set, is the module's environment,
+    under the task's own (which wins); one that is not a dictionary fails the host before it is
+    touched. C(playbooks/site.yml)'s plan play has no C(environment) keyword for it.
   - C(playbooks/site.yml) runs it once per host before the rolling batches with O(roles) - the stage
     options come from the roles themselves, so the roles stay the one place of their defaults and
     of the mapping of their variables to module options.

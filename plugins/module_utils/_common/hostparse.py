@@ -2,7 +2,8 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Parsers of what a host says about itself (/proc/modules, ofed_info, the NVIDIA driver version,
-os-release, the Secure Boot efivar): pure, standard library only, and small on purpose - the
+os-release, the Secure Boot efivar), pure, and the two readers that ask the host through a runner
+(ofed_info, mok_enrolment): standard library only, and small on purpose - the
 read-only gds_facts path imports this instead of the package and kernel-module logic, because
 every module_utils file is compiled on the target at each run."""
 
