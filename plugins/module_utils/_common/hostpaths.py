@@ -67,6 +67,7 @@ PATHS = {
     "dkms_tree": ("file", "/var/lib/dkms"),
     "lib_modules": ("file", "/lib/modules"),
     "dpkg_lock": ("file", "/var/lib/dpkg/lock-frontend"),
+    "dpkg_admindir": ("file", "/var/lib/dpkg"),
     # mofed / nvidia_fs (issue 6)
     "proc": ("proc", "/proc"),
     "proc_locks": ("proc", "/proc/locks"),

@@ -102,7 +102,7 @@ def execute(module, paths, runner):
     if problems:
         module.fail_json(msg="; ".join(problems) + ". Nothing was changed.", **result)
     try:
-        backend = pk.get_backend(runner, module.params["lock_timeout"])
+        backend = pk.get_backend(runner, module.params["lock_timeout"], paths)
         run(module, paths, runner, backend, result)
     except (CommandError, pk.PackageError) as exc:
         pk.fail_with(module, result, exc)

@@ -387,7 +387,7 @@ def execute(module, paths, runner):
         problems = repos.input_problems(module.params)
         if problems:
             module.fail_json(msg="; ".join(problems) + ". Nothing was changed.")
-        backend = pk.get_backend(runner, module.params["lock_timeout"])
+        backend = pk.get_backend(runner, module.params["lock_timeout"], paths)
         NvidiaFs(module, paths, runner, backend, result).run()
     except nvfs.PreflightError as exc:
         result["preflight"]["failures"] = exc.failures

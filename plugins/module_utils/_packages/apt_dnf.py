@@ -20,7 +20,9 @@ import os
 import re
 import time
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import dpkg_status
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.queries import Available
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import (
     compare_versions, select_version, version_matches)
@@ -269,9 +271,10 @@ def check_argv(argv):
 class Backend(object):
     """What apt and dnf share: the runner, the lock timeout and the (memoized) query."""
 
-    def __init__(self, runner, lock_timeout=120):
+    def __init__(self, runner, lock_timeout=120, paths=None):
         self.runner = runner
         self.lock_timeout = int(lock_timeout)
+        self.paths = paths if paths is not None else HostPaths()
 
     def query(self, names):
         """({name: installed version}, :class:`Available` {name: [versions offered]}) for the
@@ -290,6 +293,9 @@ class Apt(Backend):
     lock_names = ("dpkg_lock", "dpkg_lock_backend")
 
     def installed_now(self, names):
+        known = dpkg_status.installed(self.runner, self.paths, names)
+        if known is not None:
+            return known
         res = self.runner.run(["dpkg-query", "-W", "-f=" + DPKG_QUERY_FORMAT] + names, check=False)
         return parse_dpkg_query(res.stdout or "")
 
@@ -340,12 +346,12 @@ class Dnf(Backend):
         return check_argv(["dnf", "remove", "-y", "-q"] + list(names))
 
 
-def get_backend(runner, lock_timeout=120):
+def get_backend(runner, lock_timeout=120, paths=None):
     """apt on Debian/Ubuntu, dnf on RHEL; PackageError when neither is there."""
     if runner.which("apt-get") and runner.which("dpkg-query"):
-        return Apt(runner, lock_timeout)
+        return Apt(runner, lock_timeout, paths)
     if runner.which("dnf") and runner.which("rpm"):
-        return Dnf(runner, lock_timeout)
+        return Dnf(runner, lock_timeout, paths)
     raise PackageError("neither apt-get nor dnf found on the target")
 
 

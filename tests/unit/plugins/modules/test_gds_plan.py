@@ -258,6 +258,23 @@ def test_a_generated_ofed_info_is_read_not_run_by_the_stages_and_the_facts(host)
     assert res["ansible_facts"]["gds"]["ofed"]["raw"] == version.rstrip(":")
 
 
+def test_dpkg_status_is_read_not_queried_where_it_alone_is_the_answer(host):
+    for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
+        assert not host.run(main, args).get("failed")
+    before = dict((name, host.run(main, args, check_mode=True)["packages"]["before"])
+                  for name, main, args in (("mofed", mofed.main, MOFED), ("nvidia_fs", nvidia_fs.main, NVFS)))
+    host.write("var/lib/dpkg/status", "".join(
+        "Package: %s\nStatus: install ok installed\nArchitecture: amd64\nVersion: %s\n\n" % item
+        for item in sorted(host.installed.items())))
+    host.calls[:] = []
+    res = plan(host)
+    assert res["converged"] is True and host.argvs("dpkg-query") == []
+    assert dict((name, res["stages"][name]["packages"]["before"]) for name in before) == before
+    host.write("var/lib/dpkg/updates/0000", "Package: nvidia-fs-dkms\nStatus: install ok unpacked\n")
+    host.calls[:] = []
+    assert plan(host)["converged"] is True and len(host.argvs("dpkg-query")) == 1  # the journal: asked
+
+
 def test_one_package_query_answers_every_stage_of_a_plan(host):
     # mofed and nvidia_fs both read the package database; a plan changes nothing, so one query of
     # every name the stages ask answers them all. The repositories (apt-cache policy; on EL 9 dnf
