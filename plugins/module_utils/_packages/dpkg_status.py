@@ -16,29 +16,55 @@ query on a converged host, the same answer everywhere.
 from __future__ import annotations
 
 import os
-import re
 
 DPKG_QUERY_PROGRAMS = ("/usr/bin/dpkg-query", "/bin/dpkg-query")
 DATABASE_ENVIRON = ("DPKG_ADMINDIR", "DPKG_ROOT")
-_PLAIN_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # Debian policy 5.6.1
+# Debian policy 5.6.1: lower case letters, digits, "+", "-", "."; at least two characters,
+# starting with a letter or digit (checked without a regex: a plan compiles none it can spare)
+_NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_CHARS = _NAME_FIRST | frozenset("+-.")
+_STANZA = "\nPackage: "
+
+
+def plain_name(name):
+    """Whether ``name`` is a package name as Debian policy spells it (no pattern, no ``:arch``)."""
+    return len(name) >= 2 and name[0] in _NAME_FIRST and all(c in _NAME_CHARS for c in name)
+
+
+def _field(stanza, name):
+    """The value of field ``name`` in ``stanza`` (which starts with a newline), or None."""
+    start = stanza.find("\n%s: " % name)
+    if start < 0:
+        return None
+    start += len(name) + 3
+    end = stanza.find("\n", start)
+    return stanza[start:end if end >= 0 else len(stanza)].strip()
 
 
 def parse_dpkg_status(text, names):
     """{name: version} of the ``names`` whose stanza in dpkg's status file ``text`` says they
     are installed: the third word of ``Status`` is ``installed``, as dpkg-query's
-    ``${db:Status-Status}``. Field lines start a line; continuation lines start with a space."""
-    if not names:
-        return {}
+    ``${db:Status-Status}``. A field starts a line; continuation lines start with a space, so a
+    ``Package:`` inside another field's text is never taken for a stanza. One pass over the
+    stanzas (a Multi-Arch: same package has one per architecture)."""
+    wanted = set(names)
+    text = "\n" + text
     out = {}
-    pattern = re.compile(r"^Package: (%s)$" % "|".join(re.escape(n) for n in names), re.M)
-    for match in pattern.finditer(text):
-        end = text.find("\n\n", match.end())
-        stanza = text[match.end():end if end >= 0 else len(text)]
-        status = re.search(r"^Status: (.*)$", stanza, re.M)
-        version = re.search(r"^Version: (.*)$", stanza, re.M)
-        words = status.group(1).split() if status else []
-        if len(words) == 3 and words[2] == "installed" and version:
-            out[match.group(1)] = version.group(1).strip()
+    at = text.find(_STANZA)
+    while at >= 0:
+        line_end = text.find("\n", at + len(_STANZA))
+        if line_end < 0:
+            line_end = len(text)
+        name = text[at + len(_STANZA):line_end]
+        following = text.find(_STANZA, line_end)
+        if name in wanted:
+            end = text.find("\n\n", line_end)
+            stanza = text[line_end:end if end >= 0 else len(text)]
+            words = (_field(stanza, "Status") or "").split()
+            version = _field(stanza, "Version")
+            if len(words) == 3 and words[2] == "installed" and version:
+                out[name] = version
+        at = following
     return out
 
 
@@ -59,7 +85,7 @@ def installed(runner, paths, names):
     environ = dict(os.environ, **(getattr(runner, "environ", None) or {}))
     if any(environ.get(name) for name in DATABASE_ENVIRON):
         return None
-    if not all(_PLAIN_NAME.match(name) for name in names):
+    if not all(plain_name(name) for name in names):
         return None
     if runner.which("dpkg-query") not in DPKG_QUERY_PROGRAMS:
         return None

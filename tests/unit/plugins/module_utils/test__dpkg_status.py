@@ -78,6 +78,20 @@ def test_an_epoch_is_kept_as_dpkg_query_prints_it():
     assert dpkg_status.parse_dpkg_status(text, ["mlnx-ofed-all"]) == {"mlnx-ofed-all": "1:24.10-1.1.4.0"}
 
 
+def test_fields_are_found_wherever_they_are_in_the_stanza_and_never_in_another_fields_text():
+    text = ("Package: gds-tools-13-0\nArchitecture: amd64\nDescription: tools\n Status: deinstall ok config-files\n"
+            " Version: 0.0\nVersion: 1.15.1.6-1\nStatus: install ok installed\n")
+    assert dpkg_status.parse_dpkg_status(text, ["gds-tools-13-0"]) == {"gds-tools-13-0": "1.15.1.6-1"}
+    assert dpkg_status.parse_dpkg_status(text.replace("\nVersion: 1.15.1.6-1", ""), ["gds-tools-13-0"]) == {}
+
+
+@pytest.mark.parametrize("name,plain", [("nvidia-fs-dkms", True), ("libstdc++6", True), ("g++-12", True),
+                                        ("x", False), ("Nvidia-fs", False), ("-fs", False), ("nvidia-fs*", False),
+                                        ("libc6:amd64", False), ("nvidia fs", False), ("", False)])
+def test_only_plain_package_names_are_read(name, plain):
+    assert dpkg_status.plain_name(name) is plain
+
+
 class _Runner(object):
     def __init__(self, program="/usr/bin/dpkg-query", environ=None, stdout=""):
         self.program, self.environ, self.stdout, self.argvs = program, dict(environ or {}), stdout, []
