@@ -10,8 +10,9 @@ never disabled (no ``--allow-unauthenticated``, no ``--nogpgcheck``, no ``truste
 Before a transaction the package lock is waited for up to a bound; then the error names the
 process that holds it (from ``/proc/locks``, or a scan of ``/proc/*/fd``).
 
-The version comparison is in ``_packages.versions`` and the repository files and option checks
-in ``_packages.repos``.
+The version comparison is in ``_packages.versions``, the repository files and option checks
+in ``_packages.repos``, and the apt backend's installed versions come from dpkg's status file
+(``_packages.dpkg_status``) where that file alone is dpkg-query's answer.
 """
 
 from __future__ import annotations
