@@ -34,6 +34,33 @@ def parse_proc_modules(text):
     return out
 
 
+def digits_end(text, start=0):
+    """Where the run of decimal digits (what ``\\d`` matches) that starts at ``start`` ends.
+    The parsers here use it and str methods: a pattern costs 0.1-1 ms to compile on every run."""
+    end, n = start, len(text)
+    while end < n and text[end].isdecimal():
+        end += 1
+    return end
+
+
+def dotted_number_end(text, start, most=None):
+    """Where ``\\d+(\\.\\d+)*`` (at most ``most`` parts) that starts at ``start`` ends, or
+    None when no digit is there."""
+    end = digits_end(text, start)
+    if end == start:
+        return None
+    parts = 1
+    while (most is None or parts < most) and text.startswith(".", end):
+        after = digits_end(text, end + 1)
+        if after == end + 1:
+            break
+        end, parts = after, parts + 1
+    return end
+
+
+_OFED_DISTRIBUTIONS = ("MLNX_OFED_LINUX", "OFED-internal", "OFED")
+
+
 def parse_ofed_info(text):
     """``ofed_info -s`` -> {distribution, version, raw} or None.
 
@@ -43,25 +70,46 @@ def parse_ofed_info(text):
     """
     for line in (text or "").splitlines():
         line = line.strip().rstrip(":").strip()
-        m = re.match(r"^(MLNX_OFED_LINUX|OFED-internal|OFED)-(\d[\w.\-]*)$", line)
-        if m:
-            return {"distribution": m.group(1), "version": m.group(2), "raw": line}
+        for distribution in _OFED_DISTRIBUTIONS:  # in this order: OFED-internal before OFED
+            version = line[len(distribution) + 1:]
+            if (line.startswith(distribution + "-") and version[:1].isdecimal()
+                    and all(c.isalnum() or c in "_.-" for c in version)):
+                return {"distribution": distribution, "version": version, "raw": line}
     return None
 
 
 # The ofed_info that MLNX_OFED and DOCA-OFED install is generated: a bash script whose first
 # statement after its usage function answers -s with a literal and exits, e.g.
 #   if [ "X$1" == "X-s" ]; then echo OFED-internal-24.01-0.3.3:; exit 0; fi
-_OFED_INFO_S = re.compile(r'^if \[ "X\$1" == "X-s" \]; then echo ([A-Za-z0-9_.:+~-]+); exit(?: 0)?; fi[ \t]*$',
-                          re.MULTILINE)
+# Found with str methods: a pattern for this line cost 1 ms to compile on every plan and facts run.
+_OFED_INFO_S_HEAD = 'if [ "X$1" == "X-s" ]; then echo '
+_OFED_INFO_S_TAILS = ("; exit; fi", "; exit 0; fi")
+_OFED_LITERAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:+~-")
 OFED_INFO_HEAD = 64 * 1024  # where that line is (the package list after it can be long)
+
+
+def _ofed_info_s_line_literal(line):
+    """The literal of one line of the generated form (``...; then echo LITERAL; exit[ 0]; fi``,
+    blanks or tabs after it), or None."""
+    literal, sep, tail = line[len(_OFED_INFO_S_HEAD):].partition(";")
+    if not sep or not literal or not _OFED_LITERAL_CHARS.issuperset(literal):
+        return None
+    return literal if ";" + tail.rstrip(" \t") in _OFED_INFO_S_TAILS else None
 
 
 def ofed_info_s_literal(script):
     """What ``ofed_info -s`` prints, parsed (:func:`parse_ofed_info`), read from the text of a
     generated ofed_info; None for a program of any other shape (then it is run)."""
-    match = _OFED_INFO_S.search(script or "")
-    return parse_ofed_info(match.group(1)) if match else None
+    text = script or ""
+    start = text.find(_OFED_INFO_S_HEAD)
+    while start >= 0:
+        end = text.find("\n", start)
+        if start == 0 or text[start - 1] == "\n":  # the statement begins its line
+            literal = _ofed_info_s_line_literal(text[start:len(text) if end < 0 else end])
+            if literal is not None:
+                return parse_ofed_info(literal)
+        start = text.find(_OFED_INFO_S_HEAD, start + 1)
+    return None
 
 
 def ofed_info(runner, paths):
@@ -85,9 +133,38 @@ def ofed_info(runner, paths):
 def parse_driver_version(text):
     """``/proc/driver/nvidia/version`` -> {version, open} or None."""
     for line in (text or "").splitlines():
-        m = re.match(r"^NVRM version: NVIDIA UNIX (Open )?.*?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", line)
-        if m:
-            return {"version": m.group(2), "open": bool(m.group(1)), "source": "proc"}
+        if not line.startswith(_NVRM):
+            continue
+        at = line.find("Kernel Module", len(_NVRM))
+        while at >= 0:
+            version = _driver_version_after(line, at + len("Kernel Module"))
+            if version:
+                return {"version": version, "open": line.startswith("Open ", len(_NVRM)), "source": "proc"}
+            at = line.find("Kernel Module", at + 1)
+    return None
+
+
+_NVRM = "NVRM version: NVIDIA UNIX "
+
+
+def _driver_version_after(line, at):
+    """The version after "Kernel Module" at ``at``: an optional `` for <arch>``, blanks, then
+    ``N.N`` or ``N.N.N``; None when that does not follow."""
+    starts = []
+    if line.startswith(" for ", at):
+        arch_end = at + 5
+        while arch_end < len(line) and not line[arch_end].isspace():
+            arch_end += 1
+        if arch_end > at + 5:
+            starts.append(arch_end)
+    starts.append(at)
+    for start in starts:
+        digits = start
+        while digits < len(line) and line[digits].isspace():
+            digits += 1
+        end = dotted_number_end(line, digits, most=3) if digits > start else None
+        if end is not None and "." in line[digits:end]:
+            return line[digits:end]
     return None
 
 

@@ -196,9 +196,10 @@ def write_atomic(module, path, text):
             os.unlink(tmp)
 
 
-_MODE_OPERATOR = re.compile(r"[+=-]")
-_MODE_USERS = re.compile(r"[ugoa]*\Z")
-_MODE_PERMS = re.compile(r"[rwxXstugo]*\Z")
+# the symbolic mode grammar, compiled (and kept by re) only for a mode that is not octal
+_MODE_OPERATOR = r"[+=-]"
+_MODE_USERS = r"[ugoa]*\Z"
+_MODE_PERMS = r"[rwxXstugo]*\Z"
 
 
 def attribute_problems(params):
@@ -221,8 +222,8 @@ def attribute_problems(params):
             int(str(mode), 8)
         except ValueError:  # the symbolic grammar AnsibleModule accepts (u=rw,g=r,o=r)
             for clause in str(mode).split(","):
-                parts = _MODE_OPERATOR.split(clause)
-                if not _MODE_USERS.match(parts[0]) or not all(_MODE_PERMS.match(x) for x in parts[1:]):
+                parts = re.split(_MODE_OPERATOR, clause)
+                if not re.match(_MODE_USERS, parts[0]) or not all(re.match(_MODE_PERMS, x) for x in parts[1:]):
                     out.append("mode %r is neither octal (0644) nor symbolic (u=rw,g=r,o=r)" % (mode,))
                     break
     return out

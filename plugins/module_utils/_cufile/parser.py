@@ -28,11 +28,11 @@ import copy
 import json
 import re
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.tokens import (
+    line_starts, number_at, string_chunk_end, word_end)
+
 MAX_DEPTH = 256
-_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_STRING_CHUNK = re.compile(r'[^"\\]*')
+_PLAIN_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"  # compiled (and kept by re) when first used: in messages
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _BOM = u"\ufeff"
 
@@ -84,7 +84,7 @@ def format_path(path):
     for part in path:
         if isinstance(part, int) and not isinstance(part, bool):
             out += "[%d]" % part
-        elif _PLAIN_KEY.match(part):
+        elif re.match(_PLAIN_KEY, part):
             out += ("." if out else "") + part
         else:
             out += "[%s]" % json.dumps(part, ensure_ascii=False)
@@ -97,7 +97,7 @@ class _Parser(object):
         self.text = text
         self.n = len(text)
         self.i = 0
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.line_starts = line_starts(text)
         self.duplicates = []
         self.positions = {}
         self.key_positions = {}
@@ -155,22 +155,20 @@ class _Parser(object):
         if c == "'":
             self.fail("single-quoted strings are not valid JSON (libcufile rejects the file); use double quotes")
         if c == "-" or c.isdigit():
-            m = _NUMBER.match(self.text, self.i)
-            if not m:
+            found = number_at(self.text, self.i)
+            if not found:
                 self.fail("invalid number")
-            self.i = m.end()
-            raw = m.group(0)
-            if m.group(1) or m.group(2):
-                return float(raw)
-            return int(raw)
+            raw = self.text[self.i:found[0]]
+            self.i = found[0]
+            return float(raw) if found[1] else int(raw)
         if c == "":
             self.fail("unexpected end of input: a value is missing")
-        m = _WORD.match(self.text, self.i)
-        if m:
-            word = m.group(0)
+        end = word_end(self.text, self.i)
+        if end is not None:
+            word = self.text[self.i:end]
             literals = {"true": True, "false": False, "null": None}
             if word in literals:
-                self.i = m.end()
+                self.i = end
                 return literals[word]
             self.fail("unexpected token %r (JSON literals are true, false and null, all lower case)" % word)
         self.fail("unexpected character %r" % c)
@@ -180,9 +178,9 @@ class _Parser(object):
         self.i += 1
         text, parts = self.text, []
         while True:
-            m = _STRING_CHUNK.match(text, self.i)
-            parts.append(m.group(0))
-            self.i = m.end()
+            end = string_chunk_end(text, self.i)
+            parts.append(text[self.i:end])
+            self.i = end
             if self.i >= self.n:
                 self.fail("unterminated string", open_at)
             c = text[self.i]

@@ -133,8 +133,42 @@ def modprobe_options_satisfied(current, name, params):
 
 
 # --------------------------------------------------------------------------- DKMS
-_DKMS3 = re.compile(r"^(?P<m>[^/,\s]+)/(?P<v>[^,:\s]+)(?:, (?P<k>[^,:\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$")
-_DKMS2 = re.compile(r"^(?P<m>[^/,\s]+), (?P<v>[^,\s]+)(?:, (?P<k>[^,\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$")
+# compiled (and kept by re) when first used: a host's dkms speaks one of the two
+_DKMS3 = r"^(?P<m>[^/,\s]+)/(?P<v>[^,:\s]+)(?:, (?P<k>[^,:\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$"
+_DKMS2 = r"^(?P<m>[^/,\s]+), (?P<v>[^,\s]+)(?:, (?P<k>[^,\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$"
+
+
+def _field_end(line, start, stops):
+    """Where the run of characters that are neither whitespace nor in ``stops`` ends."""
+    end = start
+    while end < len(line) and not line[end].isspace() and line[end] not in stops:
+        end += 1
+    return end
+
+
+def dkms3_fields(line):
+    """The fields of a DKMS 3 status line, ``m/v[, k[, a]]: rest`` - what the pattern _DKMS3
+    matches, without compiling it on every plan - or None."""
+    module_end = _field_end(line, 0, "/,")
+    if module_end == 0 or not line.startswith("/", module_end):
+        return None
+    version_end = _field_end(line, module_end + 1, ",:")
+    if version_end == module_end + 1:
+        return None
+    fields = {"m": line[:module_end], "v": line[module_end + 1:version_end], "k": None, "a": None}
+    end = version_end
+    for name in ("k", "a"):
+        if not line.startswith(", ", end):
+            break
+        field_end = _field_end(line, end + 2, ",:")
+        if field_end == end + 2:
+            break
+        fields[name], end = line[end + 2:field_end], field_end
+    if not line.startswith(": ", end):
+        return None
+    rest = line[end + 2:]
+    fields["rest"] = rest[:-1] if rest.endswith("\n") else rest
+    return fields if "\n" not in fields["rest"] else None
 
 
 def parse_dkms_status(text):
@@ -144,10 +178,14 @@ def parse_dkms_status(text):
     out = []
     for line in (text or "").splitlines():
         line = line.strip()
-        m = _DKMS3.match(line) or _DKMS2.match(line)
-        if not m:
+        if "/" in line.partition(",")[0]:
+            fields = dkms3_fields(line)
+        else:
+            m = re.match(_DKMS2, line)
+            fields = m.groupdict() if m else None
+        if not fields:
             continue
-        rest = m.group("rest").strip()
+        rest = fields["rest"].strip()
         note = ""
         if rest.startswith("Error!") or rest.startswith("Error:"):
             state, note = "error", rest
@@ -155,8 +193,8 @@ def parse_dkms_status(text):
             state, _sep, note = rest.partition(" ")
             state = state.rstrip(",")
             note = note.strip().strip("()")
-        out.append({"module": m.group("m"), "version": m.group("v"), "kernel": m.group("k"),
-                    "arch": m.group("a"), "state": state, "note": note})
+        out.append({"module": fields["m"], "version": fields["v"], "kernel": fields["k"],
+                    "arch": fields["a"], "state": state, "note": note})
     return out
 
 

@@ -60,14 +60,29 @@ def driver_from_modinfo(info):
 
 def driver_from_make_log(text):
     """The driver version an nvidia-fs build used: ``NVIDIA_SRC_DIR=/usr/src/nvidia-580.95.05/...``."""
-    m = re.search(r"NVIDIA_SRC_DIR=\S*/nvidia(?:-open)?-(\d+\.\d+(?:\.\d+)?)", text or "")
-    return m.group(1) if m else None
+    text = text or ""
+    at = text.find("NVIDIA_SRC_DIR=")
+    while at >= 0:
+        start = end = at + len("NVIDIA_SRC_DIR=")
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        slash = text.rfind("/nvidia", start, end)
+        while slash >= 0:  # the last /nvidia[-open]-N.N[.N] of the path, as a greedy \S* finds it
+            for dash in ("-open-", "-"):
+                if text.startswith(dash, slash + 7):
+                    version_end = hostparse.dotted_number_end(text, slash + 7 + len(dash), most=3)
+                    if version_end is not None and "." in text[slash + 7 + len(dash):version_end]:
+                        return text[slash + 7 + len(dash):version_end]
+            slash = text.rfind("/nvidia", start, slash)
+        at = text.find("NVIDIA_SRC_DIR=", at + 1)
+    return None
 
 
 # --------------------------------------------------------------------------- rules
 def nvfs_series(version):
-    m = re.match(r"^(\d+)\.(\d+)", version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    major, dot, rest = (version or "").partition(".")
+    minor = rest[:hostparse.digits_end(rest)]
+    return (int(major), int(minor)) if dot and major.isdecimal() and minor else None
 
 
 def cuda_of_nvfs(version):
@@ -82,8 +97,12 @@ def cuda_of_nvfs(version):
 
 def cuda_of_package(name):
     """``libcufile-12-8`` / ``gds-tools-13-0`` / ``nvidia-gds-12-9`` -> ``12.8`` ..."""
-    m = re.match(r"^(?:libcufile|libcufile-dev|gds-tools|nvidia-gds)-(\d+)-(\d+)$", name)
-    return "%s.%s" % (m.group(1), m.group(2)) if m else None
+    for prefix in ("libcufile-", "libcufile-dev-", "gds-tools-", "nvidia-gds-"):
+        rest = name[len(prefix):] if name.startswith(prefix) else ""
+        major, dash, minor = (rest[:-1] if rest.endswith("\n") else rest).partition("-")
+        if dash and major.isdecimal() and minor.isdecimal():
+            return "%s.%s" % (major, minor)
+    return None
 
 
 def driver_supports_cuda(driver_version, cuda):
@@ -153,6 +172,11 @@ def preflight(facts, opts):
     if sb_problem:
         fail("secure_boot", sb_problem)
     return fails
+
+
+# how the nvidia_fs stage ends its warning about an unsupported OS (gds_preflight, which says
+# the same in a plan, recognizes it by this)
+UNSUPPORTED_OS_GOING_ON = "; going on because unsupported_os=warn"
 
 
 def unsupported_os(osr):

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, format_path, loads, parse)
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import tokens
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "cufile")
@@ -263,3 +266,36 @@ def test_garbage_only_raises_syntax_errors(text):
         loads(text)
     except CufileSyntaxError as err:
         assert err.line >= 1 and err.column >= 1 and err.message
+
+
+# The tokens are scanned with str methods; they must end where the patterns they replaced ended.
+_TOKEN_PIECES = list("0123456789-+.eE_aZ\"\\ ,}\u0663\u00e9") + ["1e", "1.5e+", "-0", "true", "null", "\\u00e9"]
+
+
+def _token_texts(seed, count=3000):
+    rng = random.Random(seed)
+    for piece in _TOKEN_PIECES:
+        yield piece
+    for _ in range(count):
+        yield "".join(rng.choice(_TOKEN_PIECES) for _ in range(rng.randint(1, 7)))
+
+
+def test_number_word_and_string_scans_end_where_their_patterns_ended():
+    number = re.compile(r"-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
+    word = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    chunk = re.compile(r'[^"\\]*')
+    differ = []
+    for text in _token_texts("tokens"):
+        for start in range(len(text) + 1):
+            m = number.match(text, start)
+            want = (m.end(), bool(m.group(1) or m.group(2))) if m else None
+            m = word.match(text, start)
+            if (tokens.number_at(text, start) != want or tokens.word_end(text, start) != (m.end() if m else None)
+                    or tokens.string_chunk_end(text, start) != chunk.match(text, start).end()):
+                differ.append((text, start))
+    assert differ == []
+
+
+def test_line_starts_are_where_the_lines_start():
+    for text in ["", "a", "\n", "a\nb", "a\n\nb\n", "\r\n\n"]:
+        assert tokens.line_starts(text) == [0] + [m.end() for m in re.finditer("\n", text)]

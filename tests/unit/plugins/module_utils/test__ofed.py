@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+import re
+
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
@@ -160,6 +162,44 @@ def test_ofed_info_s_is_read_from_the_generated_script(literal, exit_code):
 ])
 def test_ofed_info_s_is_not_read_from_any_other_program(script):
     assert hostparse.ofed_info_s_literal(script) is None
+
+
+# What ofed_info_s_literal answered when it was a pattern: its str-method form must agree on
+# every shape of that line (the pattern cost 1 ms to compile on every plan and facts run).
+_OFED_INFO_S_PATTERN = re.compile(r'^if \[ "X\$1" == "X-s" \]; then echo ([A-Za-z0-9_.:+~-]+); exit(?: 0)?; fi[ \t]*$',
+                                  re.MULTILINE)
+_S_LINE = 'if [ "X$1" == "X-s" ]; then echo '
+
+
+def _as_the_pattern_read_it(script):
+    match = _OFED_INFO_S_PATTERN.search(script)
+    return hostparse.parse_ofed_info(match.group(1)) if match else None
+
+
+@pytest.mark.parametrize("script", [
+    GENERATED % ("OFED-internal-24.01-0.3.3:", " 0", "x"),
+    GENERATED % ("MLNX_OFED_LINUX-24.10-1.1.4.0:", "", "x"),
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit 0; fi",                    # first line, no newline after
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit 0; fi \t \n",              # blanks and tabs after it
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit 0; fi\r\n",                 # CRLF: not the generated form
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit 1; fi\n",                   # another exit status
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit  0; fi\n",                  # two blanks
+    _S_LINE + "OFED-internal-25.10-1.7.1:;exit 0; fi\n",
+    _S_LINE + "OFED-internal-25.10-1.7.1: ; exit 0; fi\n",                  # a blank in the literal
+    _S_LINE + "; exit 0; fi\n",                                             # no literal
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit 0; fi; echo\n",
+    "  " + _S_LINE + "OFED-internal-25.10-1.7.1:; exit 0; fi\n",            # indented: not at a line start
+    "x" + _S_LINE + "bad\n" + _S_LINE + "OFED-internal-25.10-1.7.1:; exit; fi\n",  # the second one counts
+    _S_LINE + "garbage!; exit 0; fi\n" + _S_LINE + "OFED-24.10-1.1:; exit 0; fi\n",
+    _S_LINE + "OFED-internal-25.10-1.7.1:\n; exit 0; fi\n",                # split over two lines
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit 0; fi" + "\n" * 3 + _S_LINE,  # a cut line at the end
+    _S_LINE + "OFED-internal-25.10-1.7.1:; exit 0; f",
+    _S_LINE + "garbage; exit 0; fi\n",                                      # read, but names no OFED
+    _S_LINE + "OFED-internal-25.10-1.7.1:\u00e9; exit 0; fi\n",             # not ASCII
+    LAB_STUB, "", _S_LINE,
+])
+def test_ofed_info_s_literal_reads_what_the_pattern_read(script):
+    assert hostparse.ofed_info_s_literal(script) == _as_the_pattern_read_it(script)
 
 
 class _Runner(object):

@@ -7,10 +7,13 @@ would use it (gds_verify_cufile_lib)."""
 
 from __future__ import annotations
 
+import glob
 import os
 
+import pytest
+
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as v
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds.collectors import Collector
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.collectors import Collector, expand
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 
 CUDA_LIB = "/usr/local/cuda-12.8/targets/x86_64-linux/lib"
@@ -56,3 +59,42 @@ def test_the_link_is_used_and_nothing_is_skipped(tmp_path):
     os.symlink("libcufile.so.1.13.1", os.path.join(lib, "libcufile.so.0"))
     found = collector.libraries()["libcufile"]
     assert found["path"] == os.path.join(lib, "libcufile.so.0") and found["skipped"] == []
+
+
+# The library search reads /usr/local/cuda-* and ld.so.conf's "include" patterns with
+# collectors.expand, which matches the common shapes itself: it must find what glob finds.
+EXPAND_NAMES = ["cuda-12.4", "cuda-", "cuda", ".cuda-x", "a.conf", ".conf", ".h.conf", "b.conf~", "x.conf.conf",
+                "aa", "a", "cuda-13.0", "libc.conf"]
+
+
+@pytest.mark.parametrize("pattern", ["cuda-*", "*.conf", "*", "a*a", "*a", "a*", "cuda*", ".c*", "*.conf.conf",
+                                     "missing/*.conf", "cu?a-*", "[ab].conf", "*/x", "a.conf/*", "cuda-12.4"])
+def test_expand_finds_what_glob_finds(tmp_path, pattern):
+    for name in EXPAND_NAMES:
+        (tmp_path / name).write_text("")
+    (tmp_path / "sub.conf").mkdir()
+    (tmp_path / "sub.conf" / "x").write_text("")
+    (tmp_path / "broken.conf").symlink_to(tmp_path / "nowhere")
+    full = os.path.join(str(tmp_path), pattern)
+    assert sorted(expand(full)) == sorted(glob.glob(full))
+
+
+def test_ld_so_conf_includes_and_versioned_cuda_dirs_are_searched(tmp_path):
+    root = tmp_path / "host"
+    (root / "etc" / "ld.so.conf.d").mkdir(parents=True)
+    (root / "etc" / "ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n/opt/direct/lib # a comment\n")
+    (root / "etc" / "ld.so.conf.d" / "b-nvidia.conf").write_text("/opt/nvidia/lib\n")
+    (root / "etc" / "ld.so.conf.d" / "a-local.conf").write_text("include more/*.conf\n/opt/local/lib\n")
+    (root / "etc" / "ld.so.conf.d" / ".hidden.conf").write_text("/opt/hidden/lib\n")
+    (root / "etc" / "ld.so.conf.d" / "notes.txt").write_text("/opt/notes/lib\n")
+    (root / "etc" / "more").mkdir()
+    (root / "etc" / "more" / "x.conf").write_text("/opt/more/lib\n")
+    for version in ("12.8", "13.0"):
+        (root / "usr" / "local" / ("cuda-" + version)).mkdir(parents=True)
+    collector = Collector(HostPaths(root=str(root), proc_root=str(tmp_path / "proc")), runner=None, environ={})
+    dirs = [d[len(str(root)):] for d in collector.library_dirs()]
+    assert dirs[:6] == ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+                        "/usr/local/cuda-13.0/lib64", "/usr/local/cuda-13.0/targets/x86_64-linux/lib",
+                        "/usr/local/cuda-12.8/lib64", "/usr/local/cuda-12.8/targets/x86_64-linux/lib"]
+    assert dirs[6:10] == ["/opt/more/lib", "/opt/local/lib", "/opt/nvidia/lib", "/opt/direct/lib"]
+    assert "/opt/hidden/lib" not in dirs and "/opt/notes/lib" not in dirs
