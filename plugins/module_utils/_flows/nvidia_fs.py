@@ -164,7 +164,7 @@ class NvidiaFs(object):
             raise nvfs.PreflightError(fails)
         os_problem = nvfs.unsupported_os(facts["os"])
         if os_problem:  # unsupported_os=warn, or preflight would have failed
-            self.m.warn(os_problem + "; going on because unsupported_os=warn")
+            self.m.warn(os_problem + nvfs.UNSUPPORTED_OS_GOING_ON)
         repo_change = self.repo(lock_first=True)
         try:
             plan = self.plan_with_repo(repo_change, facts, names, installed, available, specs)

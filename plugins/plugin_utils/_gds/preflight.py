@@ -13,6 +13,7 @@ import json
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs as _nvfs
 
 # module option -> the inventory variable that sets it (roles/gds_preflight/tasks/main.yml); the
 # one place to change when an option or a role variable is renamed
@@ -141,6 +142,11 @@ def table(rows):
     return ["%-8s %-*s %s" % (r["status"], width, r["check"], r["why"]) for r in rows]
 
 
+def warning_text(warning):
+    """A task warning's message: a str, or (ansible-core 2.19+) a WarningSummary's event message."""
+    return warning if isinstance(warning, str) else getattr(getattr(warning, "event", None), "msg", None) or ""
+
+
 def record(result, gds, policy):
     """Run the checks into ``result``: ``preflight`` {failures, warnings, checks, table}, the
     warnings added to the task's; returns the failures."""
@@ -148,6 +154,10 @@ def record(result, gds, policy):
     failures = [r["why"] for r in rows if r["status"] == "failed"]
     warnings = [r["why"] for r in rows if r["status"] == "warning"]
     result["preflight"] = {"failures": failures, "warnings": warnings, "checks": rows, "table": table(rows)}
+    if result.get("warnings") and any(r["check"] == "os" and r["status"] == "warning" for r in rows):
+        # a plan's nvidia_fs stage said the same of the OS: one warning, the one naming the variable
+        result["warnings"] = [w for w in result["warnings"]
+                              if not warning_text(w).endswith(_nvfs.UNSUPPORTED_OS_GOING_ON)]
     if warnings:
         result["warnings"] = list(result.get("warnings") or []) + warnings
     return failures

@@ -155,3 +155,30 @@ def test_one_os_table_decides_for_nvidia_fs_preflight_and_gpu_operator():
         assert (_preflight.checks(host, POLICY)[0] == []) is bare, (os_id, version)
         assert (_nvfs.unsupported_os({"id": os_id, "version_id": version}) is None) is bare, (os_id, version)
         assert _gpu_operator.os_supported({"id": os_id, "version_id": version}) is bool(entry["gpu_operator"] and in_table)
+
+
+class _Summary(object):
+    """A module warning as ansible-core 2.19+ hands it to an action (WarningSummary)."""
+
+    def __init__(self, msg):
+        self.event = type("Event", (), {"msg": msg})()
+
+
+STAGE_OS_WARNING = ("Debian GNU/Linux 12 (bookworm) is not an OS GDS supports (Ubuntu 22.04/24.04, RHEL 9, "
+                    "Rocky Linux 9, AlmaLinux 9); going on because unsupported_os=warn")
+
+
+@pytest.mark.parametrize("stage_warning", [STAGE_OS_WARNING, _Summary(STAGE_OS_WARNING)])
+def test_the_os_warning_is_given_once_by_preflight_not_again_by_the_nvidia_fs_stage(stage_warning):
+    debian = facts(host__os={"id": "debian", "version_id": "12", "major": "12", "distribution": "Debian"})
+    other = _Summary("probe_path=auto found no mounted file system GDS can serve")
+    result = {"warnings": [stage_warning, other]}
+    assert _preflight.record(result, debian, policy(unsupported_os="warn")) == []
+    assert result["warnings"][0] is other and len(result["warnings"]) == 2
+    assert result["warnings"][1].endswith("going on because gds_preflight_unsupported_os is warn")
+
+
+def test_the_stage_os_warning_stays_where_preflight_has_nothing_to_say_about_the_os():
+    result = {"warnings": [STAGE_OS_WARNING]}
+    assert _preflight.record(result, UBUNTU, POLICY) == []
+    assert result["warnings"] == [STAGE_OS_WARNING]
