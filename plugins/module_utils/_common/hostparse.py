@@ -10,7 +10,6 @@ every module_utils file is compiled on the target at each run."""
 from __future__ import annotations
 
 import os
-import re
 
 
 def parse_proc_modules(text):

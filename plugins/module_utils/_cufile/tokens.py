@@ -51,6 +51,7 @@ def string_chunk_end(text, start):
     ends = [i for i in (text.find('"', start), text.find("\\", start)) if i >= 0]
     return min(ends) if ends else len(text)
 
+
 def line_starts(text):
     """The index where each line of ``text`` starts (str.find: no pattern to compile)."""
     starts = [0]

@@ -64,6 +64,7 @@ def expand(pattern):
     return [os.path.join(directory, n) for n in names  # like glob: no hidden names for a pattern that is not
             if not n.startswith(".") and len(n) >= len(rest) and n.startswith(prefix) and n.endswith(suffix)]
 
+
 class Collector(object):
     """Reads one host. ``paths``: HostPaths; ``runner``: Runner; ``environ``: the module's
     environment (LD_LIBRARY_PATH, CUFILE_ENV_PATH_JSON)."""

@@ -21,7 +21,6 @@ through ``HostPaths``). Sources of the rules:
 from __future__ import annotations
 
 import os
-import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import compare_versions, select_version, version_matches
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse

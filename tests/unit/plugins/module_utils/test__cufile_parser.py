@@ -274,10 +274,9 @@ _TOKEN_PIECES = list("0123456789-+.eE_aZ\"\\ ,}\u0663\u00e9") + ["1e", "1.5e+", 
 
 def _token_texts(seed, count=3000):
     rng = random.Random(seed)
-    for piece in _TOKEN_PIECES:
-        yield piece
-    for _ in range(count):
-        yield "".join(rng.choice(_TOKEN_PIECES) for _ in range(rng.randint(1, 7)))
+    yield from _TOKEN_PIECES
+    for _count in range(count):
+        yield "".join(rng.choice(_TOKEN_PIECES) for _piece in range(rng.randint(1, 7)))
 
 
 def test_number_word_and_string_scans_end_where_their_patterns_ended():

@@ -99,12 +99,11 @@ CASES = {
 def texts(name, real, pieces, count=3000):
     rng = random.Random(name)
     yield ""
-    for text in real + pieces:
-        yield text
-    for _ in range(count):
-        yield "".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+    yield from real + pieces
+    for _count in range(count):
+        yield "".join(rng.choice(pieces) for _piece in range(rng.randint(1, 8)))
     for text in real:  # near misses: a real text with a piece put in, or a character taken out or changed
-        for _ in range(300):
+        for _near_miss in range(300):
             at = rng.randint(0, len(text))
             how = rng.randrange(3)
             if how == 0:

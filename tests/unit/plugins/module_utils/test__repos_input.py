@@ -32,10 +32,9 @@ PIECES = ALPHABET + ["http://", "https://", "file:", "http:/", "https", "nvidia-
 def strings(seed, count=4000):
     rng = random.Random(seed)
     yield ""
-    for piece in PIECES:
-        yield piece
-    for _ in range(count):
-        yield "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 6)))
+    yield from PIECES
+    for _count in range(count):
+        yield "".join(rng.choice(PIECES) for _piece in range(rng.randint(1, 6)))
 
 
 @pytest.mark.parametrize("what", sorted(REFERENCE))
