@@ -129,6 +129,9 @@ def ofed_info(runner, paths):
     return parse_ofed_info(res.stdout) if res.rc == 0 else None
 
 
+_NVRM = "NVRM version: NVIDIA UNIX "
+
+
 def parse_driver_version(text):
     """``/proc/driver/nvidia/version`` -> {version, open} or None."""
     for line in (text or "").splitlines():
@@ -141,9 +144,6 @@ def parse_driver_version(text):
                 return {"version": version, "open": line.startswith("Open ", len(_NVRM)), "source": "proc"}
             at = line.find("Kernel Module", at + 1)
     return None
-
-
-_NVRM = "NVRM version: NVIDIA UNIX "
 
 
 def _driver_version_after(line, at):

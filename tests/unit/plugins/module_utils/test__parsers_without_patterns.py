@@ -83,7 +83,9 @@ CASES = {
                         ["MLNX_OFED_LINUX", "OFED-internal", "OFED", "-", "24", ".", "_", ":", " ", "\n", "x", "\u00e9", "\u0663",
                          "!"]),
     "parse_driver_version": (hostparse.parse_driver_version, _driver,
-                             ["NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs@U22)",
+                             ["NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \n"
+                              "GCC version:  gcc version 14.3.0 (GCC) ",  # the H100 host's, 2026-11-27
+                              "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs@U22)",
                               "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 2023",
                               "NVRM version: NVIDIA UNIX Kernel Module for aarch64  570.86\nGCC version: 12"],
                              ["NVRM version: NVIDIA UNIX ", "Open ", "Kernel Module", " for ", "x86_64", " ", "  ", "580", ".",
