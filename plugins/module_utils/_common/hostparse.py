@@ -33,11 +33,29 @@ def parse_proc_modules(text):
     return out
 
 
+# The scanners of the host-side parsers (here, _kernel, _gds, _cufile.tokens): str methods, as
+# a pattern costs 0.1-1 ms to compile on every run of every host.
 def digits_end(text, start=0):
-    """Where the run of decimal digits (what ``\\d`` matches) that starts at ``start`` ends.
-    The parsers here use it and str methods: a pattern costs 0.1-1 ms to compile on every run."""
+    """Where the run of decimal digits (what ``\\d`` matches) that starts at ``start`` ends."""
     end, n = start, len(text)
     while end < n and text[end].isdecimal():
+        end += 1
+    return end
+
+
+def chars_end(text, start, chars):
+    """Where the run of characters in ``chars`` that starts at ``start`` ends."""
+    end, n = start, len(text)
+    while end < n and text[end] in chars:
+        end += 1
+    return end
+
+
+def token_end(text, start, stops=""):
+    """Where the run of characters that are neither whitespace nor in ``stops`` (what
+    ``[^<stops>\\s]*`` matches) that starts at ``start`` ends."""
+    end, n = start, len(text)
+    while end < n and not text[end].isspace() and text[end] not in stops:
         end += 1
     return end
 
@@ -150,17 +168,11 @@ def _driver_version_after(line, at):
     """The version after "Kernel Module" at ``at``: an optional `` for <arch>``, blanks, then
     ``N.N`` or ``N.N.N``; None when that does not follow."""
     starts = []
-    if line.startswith(" for ", at):
-        arch_end = at + 5
-        while arch_end < len(line) and not line[arch_end].isspace():
-            arch_end += 1
-        if arch_end > at + 5:
-            starts.append(arch_end)
+    if line.startswith(" for ", at) and token_end(line, at + 5) > at + 5:
+        starts.append(token_end(line, at + 5))
     starts.append(at)
     for start in starts:
-        digits = start
-        while digits < len(line) and line[digits].isspace():
-            digits += 1
+        digits = len(line) - len(line[start:].lstrip())
         end = dotted_number_end(line, digits, most=3) if digits > start else None
         if end is not None and "." in line[digits:end]:
             return line[digits:end]

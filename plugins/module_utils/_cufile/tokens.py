@@ -2,7 +2,9 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The tokens of the cufile.json reader (parser.py): numbers, words, string runs and line starts,
-scanned with str methods. PRIVATE to the collection. Pure, standard library only."""
+scanned with str methods. PRIVATE to the collection. Pure, standard library only; like the
+parser it imports nothing from outside _cufile (bin/cufile-lint runs with the _cufile rooms
+alone), hence its own run_end beside _common.hostparse's scanners."""
 
 from __future__ import annotations
 

@@ -51,12 +51,11 @@ def expand(pattern):
     one ``*`` (``/usr/local/cuda-*``, ``/etc/ld.so.conf.d/*.conf``) - are matched with str methods
     (glob and fnmatch compile patterns: 1 ms of every plan and facts run); any other is glob's."""
     directory, name = os.path.split(pattern)
-    star = name.find("*")
-    rest = name[:star] + name[star + 1:]
-    if star < 0 or name.startswith(".") or _GLOB_MAGIC.intersection(directory) or _GLOB_MAGIC.intersection(rest):
+    prefix, star, suffix = name.partition("*")
+    if not star or name.startswith(".") or _GLOB_MAGIC.intersection(directory + prefix + suffix):
         import glob
         return glob.glob(pattern)
-    prefix, suffix = name[:star], name[star + 1:]
+    rest = prefix + suffix
     try:
         names = os.listdir(directory or os.curdir)
     except OSError:

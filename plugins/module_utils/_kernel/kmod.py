@@ -17,7 +17,7 @@ import os
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, tail
-from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_proc_modules
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_proc_modules, token_end
 
 MAKE_LOG_TAIL_LINES = 25
 MANAGED_HEADER = "# Managed by gpudirect.storage.nvidia_fs; local changes are overwritten.\n"
@@ -133,26 +133,18 @@ def modprobe_options_satisfied(current, name, params):
 
 
 # --------------------------------------------------------------------------- DKMS
-# compiled (and kept by re) when first used: a host's dkms speaks one of the two
-_DKMS3 = r"^(?P<m>[^/,\s]+)/(?P<v>[^,:\s]+)(?:, (?P<k>[^,:\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$"
+# DKMS 2's status line, compiled (and kept by re) only where a host's dkms speaks it
 _DKMS2 = r"^(?P<m>[^/,\s]+), (?P<v>[^,\s]+)(?:, (?P<k>[^,\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$"
 
 
-def _field_end(line, start, stops):
-    """Where the run of characters that are neither whitespace nor in ``stops`` ends."""
-    end = start
-    while end < len(line) and not line[end].isspace() and line[end] not in stops:
-        end += 1
-    return end
-
-
 def dkms3_fields(line):
-    """The fields of a DKMS 3 status line, ``m/v[, k[, a]]: rest`` - what the pattern _DKMS3
+    """The fields of a DKMS 3 status line, ``m/v[, k[, a]]: rest`` - what
+    ``^(?P<m>[^/,\\s]+)/(?P<v>[^,:\\s]+)(?:, (?P<k>[^,:\\s]+))?(?:, (?P<a>[^,:\\s]+))?: (?P<rest>.*)$``
     matches, without compiling it on every plan - or None."""
-    module_end = _field_end(line, 0, "/,")
+    module_end = token_end(line, 0, "/,")
     if module_end == 0 or not line.startswith("/", module_end):
         return None
-    version_end = _field_end(line, module_end + 1, ",:")
+    version_end = token_end(line, module_end + 1, ",:")
     if version_end == module_end + 1:
         return None
     fields = {"m": line[:module_end], "v": line[module_end + 1:version_end], "k": None, "a": None}
@@ -160,7 +152,7 @@ def dkms3_fields(line):
     for name in ("k", "a"):
         if not line.startswith(", ", end):
             break
-        field_end = _field_end(line, end + 2, ",:")
+        field_end = token_end(line, end + 2, ",:")
         if field_end == end + 2:
             break
         fields[name], end = line[end + 2:field_end], field_end

@@ -62,9 +62,8 @@ def driver_from_make_log(text):
     text = text or ""
     at = text.find("NVIDIA_SRC_DIR=")
     while at >= 0:
-        start = end = at + len("NVIDIA_SRC_DIR=")
-        while end < len(text) and not text[end].isspace():
-            end += 1
+        start = at + len("NVIDIA_SRC_DIR=")
+        end = hostparse.token_end(text, start)
         slash = text.rfind("/nvidia", start, end)
         while slash >= 0:  # the last /nvidia[-open]-N.N[.N] of the path, as a greedy \S* finds it
             for dash in ("-open-", "-"):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages.repos import spelled_with
+
 DPKG_QUERY_PROGRAMS = ("/usr/bin/dpkg-query", "/bin/dpkg-query")
 DATABASE_ENVIRON = ("DPKG_ADMINDIR", "DPKG_ROOT")
 # Debian policy 5.6.1: lower case letters, digits, "+", "-", "."; at least two characters,
@@ -28,7 +30,7 @@ _STANZA = "\nPackage: "
 
 def plain_name(name):
     """Whether ``name`` is a package name as Debian policy spells it (no pattern, no ``:arch``)."""
-    return len(name) >= 2 and name[0] in _NAME_FIRST and all(c in _NAME_CHARS for c in name)
+    return len(name) >= 2 and spelled_with(name, _NAME_CHARS, _NAME_FIRST)
 
 
 def _field(stanza, name):
