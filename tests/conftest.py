@@ -28,3 +28,39 @@ def _ensure_collection_importable():
 
 
 _ensure_collection_importable()
+
+
+# The security suite's figures (issue 36). A test marked ``attack``, ``bad_input`` or
+# ``interruption`` reproduces one attack, one bad input or one interruption of the probe; it
+# passes when the attack failed, nothing was written, nothing was left. The summary counts what
+# ran: a failed test is an attack that succeeded. Tests record what they measured with pytest's
+# ``record_property``: ``bytes_left`` (interruptions) and ``written`` (bad inputs), summed here.
+SECURITY_KINDS = {
+    "attack": "attacks tried / succeeded",
+    "bad_input": "bad inputs tried / anything written",
+    "interruption": "probe interruptions (timeout, SIGKILL of child and of module) / bytes left",
+}
+
+
+def pytest_configure(config):
+    for kind, what in SECURITY_KINDS.items():
+        config.addinivalue_line("markers", "%s: security suite, %s" % (kind, what))
+
+
+def pytest_terminal_summary(terminalreporter):
+    reports = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
+               if getattr(r, "when", "call") == "call"]
+    lines = []
+    for kind, what in SECURITY_KINDS.items():
+        mine = [r for r in reports if kind in r.keywords]
+        if not mine:
+            continue
+        failed = sum(1 for r in mine if r.failed)
+        measured = sum(value for r in mine for name, value in r.user_properties
+                       if name in ("bytes_left", "written"))
+        second = failed if kind == "attack" else "%d (failed tests: %d)" % (measured, failed)
+        lines.append("security: %s: %d / %s" % (what, len(mine), second))
+    if lines:
+        terminalreporter.write_sep("-", "security suite")
+        for line in lines:
+            terminalreporter.write_line(line)
