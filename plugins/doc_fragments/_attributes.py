@@ -15,15 +15,6 @@ attributes:
     description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-notes:
-  - The module keeps the compiled bytecode of the Python code it ships (this collection's and Ansible's
-    module_utils) on the host, in C(~/.ansible/pycache/gpudirect.storage) of the user it runs as
-    (mode 0700, entries 0600, keyed by a SHA-256 of the source, at most 512 entries), so that a run
-    does not compile them again - as Python's C(__pycache__) does for code on disk. Set
-    C(GPUDIRECT_BYTECODE_CACHE=off) in the task's C(environment) to turn it off, or to an absolute
-    path to use that directory. With C(PYTHONDONTWRITEBYTECODE) set, entries are read, not written.
-    The cache is not used when the directory or an entry is not the user's own or is writable by
-    others.
 """
 
     # Modules that only read the host and return ansible_facts.

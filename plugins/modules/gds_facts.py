@@ -274,11 +274,6 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import bytecode_cache
-
-# before the collection's other imports: their compiled code is kept on the host between runs
-bytecode_cache.enable(bytecode_cache.__loader__)
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_facts import argument_spec, check_params, gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths

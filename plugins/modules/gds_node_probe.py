@@ -206,11 +206,6 @@ run_id:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import bytecode_cache
-
-# before the collection's other imports: their compiled code is kept on the host between runs
-bytecode_cache.enable(bytecode_cache.__loader__)
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as main_mod
 
 

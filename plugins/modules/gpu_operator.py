@@ -356,11 +356,6 @@ rolled_back_to:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import bytecode_cache
-
-# before the collection's other imports: their compiled code is kept on the host between runs
-bytecode_cache.enable(bytecode_cache.__loader__)
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gpu_operator import (
     MUTUALLY_EXCLUSIVE, REQUIRED_IF, GpuOperatorManager, ModuleFailure, argument_spec)
 

@@ -163,11 +163,6 @@ reload_required:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import bytecode_cache
-
-# before the collection's other imports: their compiled code is kept on the host between runs
-bytecode_cache.enable(bytecode_cache.__loader__)
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.nvidia_fs import (
     REQUIRED_TOGETHER, argument_spec, execute)

@@ -8,7 +8,6 @@ import subprocess
 import pytest
 
 from conftest import ROOT, run
-from test_bytecode_cache import assert_cached_between_runs
 
 PY312 = os.environ.get("GDS_PY312", "/root/.pyenv/versions/3.12.1/bin/python3")
 VENV = os.path.join(ROOT, "build", "venv-core221")
@@ -44,8 +43,3 @@ def test_module_docs_render_on_core221(core221):
     for mod in modules:
         res = run([os.path.join(core221, "ansible-doc"), "gpudirect.storage." + mod], env=env)
         assert "OPTIONS" in res.stdout or "PARAMETERS" in res.stdout.upper(), mod
-
-
-def test_a_module_run_keeps_its_compiled_code_on_core221(core221, tmp_path):
-    # AnsiballZ's zip importer details (bytecode_cache.py relies on them) as ansible-core 2.21 builds it
-    assert_cached_between_runs(core221, tmp_path)

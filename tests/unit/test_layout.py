@@ -263,18 +263,3 @@ def test_relative_dynamic_and_other_plugin_imports_are_checked_too(tmp_path):
         "plugins/modules/thing.py: target-side code imports requests, not in the standard library, unguarded",
         "plugins/module_utils/_gds/lazy.py: module_utils imports jsonschema, not in the standard library, unguarded",
     ]
-
-
-@pytest.mark.parametrize("path", [p for p in _py_files(ROOT, "modules") if not p.endswith("__init__.py")],
-                         ids=os.path.basename)
-def test_a_module_enables_the_bytecode_cache_before_its_other_collection_imports(path):
-    # the code a module ships is compiled on the host once, not on every run (_common/bytecode_cache)
-    with open(path) as f:
-        body = ast.parse(f.read()).body
-    steps = []
-    for node in body:
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ansible_collections."):
-            steps.append("import " + ",".join(a.name for a in node.names))
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            steps.append(ast.unparse(node.value))
-    assert steps[:2] == ["import bytecode_cache", "bytecode_cache.enable(bytecode_cache.__loader__)"], steps
