@@ -76,7 +76,7 @@ def _attributes_differ(module, path):
     return managed_file.attributes_differ(module, module.load_file_common_arguments(module.params, path=path))
 
 
-def _internal(module):
+def _from_action(module):
     """The action plugin's private arguments (option ``_cufile``)."""
     return module.params.get("_cufile") or {}
 
@@ -84,7 +84,7 @@ def _internal(module):
 def run_plan(module):
     """Plan phase: compute current and desired, decide ``changed``; never writes."""
     p = module.params
-    internal = _internal(module)
+    internal = _from_action(module)
     path = p["path"]
     current = read_state(path)
     result = {"changed": False, "path": path, "fingerprint": current.fingerprint, "link_target": current.link_target,
@@ -174,7 +174,7 @@ def _keep(module, current, result):
     result.update(changed=False, reasons=[], kept=True, base="keep", cufile=current.document,
                   current=current.document, current_text=current.text() if current.exists else None,
                   libcufile=dict(host, release=release, source=source), host={"nvidia_fs": nvidia_fs_loaded()},
-                  path_facts=host_path_facts(current.document or {}, _path_checks(_internal(module), release) if release else None))
+                  path_facts=host_path_facts(current.document or {}, _path_checks(_from_action(module), release) if release else None))
     if note:
         result["validation_note"] = note
     if p["env_path_json"]:
@@ -189,7 +189,7 @@ def run_apply(module):
     """Apply phase: write the content the controller validated, if the file is still what the plan
     saw (same fingerprint); back up first when asked; then set owner/group/mode."""
     p = module.params
-    internal = _internal(module)
+    internal = _from_action(module)
     path = p["path"]
     current = read_state(path)
     if current.fingerprint != internal.get("expect"):

@@ -6,7 +6,7 @@
 Why ``python -I -S -c <source> <json>`` and not ``-m`` or a file: under AnsiballZ the module
 utilities live in a zip (a temp file whose path differs with and without pipelining, and which
 ``-m`` could only reach through PYTHONPATH and the ``ansible_collections`` namespace
-package). The probe's source is read from the loaded module itself (the zipimporter's
+package). The probe's source is read from the loaded module itself (its loader's
 ``get_source``, else the file), so the child needs nothing but the interpreter the module
 runs under; ``-I -S`` keeps the host's PYTHONPATH and site packages out of it. The program is
 five files (``PROBE_PARTS``) joined into one source of ~40 KB, below the 128 KiB limit of one

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 # imported here, not where used: the action plugins import this module in Ansible's main process
 # before it forks a worker per host, and a module first imported in a worker is compiled again for
-# every host (Ansible's collection loader keeps no bytecode)
+# every host (Ansible's collection loader keeps no compiled code)
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases, release_of
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import with_config_errors
