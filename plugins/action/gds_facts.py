@@ -19,7 +19,7 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, verdict_line, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, verdict_line, warm
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import PlainReferences
 
 MODULE = "gpudirect.storage.gds_facts"
@@ -48,7 +48,7 @@ class ActionModule(PlainReferences, ActionBase):
             validate_cufile(gds)
             if not result.get("failed"):
                 result["msg"] = verdict_line(gds)
-        return shown(result)
+        return result
 
     def _role_name(self):
         """The short name of the role this task belongs to, or None."""

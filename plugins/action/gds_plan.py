@@ -22,7 +22,7 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import pref
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args as _role_args
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import resolved
 
 MODULE = "gpudirect.storage.gds_plan"
@@ -135,7 +135,7 @@ class ActionModule(ActionBase):
                 failures.append(unmet)
         if failures:
             result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
-            return shown(result)
+            return result
         group = args["converged_group"] if converged else args["rollout_group"]
         if group:
             result.update(add_group=group, parent_groups=["all"])

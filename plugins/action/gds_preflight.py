@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import shown, validate_cufile, warm
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import PlainReferences
 
 FACTS_MODULE = "gpudirect.storage.gds_facts"
@@ -40,7 +40,7 @@ class ActionModule(PlainReferences, ActionBase):
         failures = _preflight.record(result, gds, args)
         if failures:
             result.update(failed=True, msg="preflight failed, nothing was changed: " + "; ".join(failures))
-            return shown(result)
+            return result
         else:
             result["msg"] = _preflight.summary(gds)
         return result

@@ -23,8 +23,6 @@ description:
   - Before the host is touched, the host's variables are checked (O(unknown_variables)), and
     C(gds_serial), C(gds_max_fail_percentage) and C(gds_canary) set in the inventory rather than
     as extra vars are reported as warnings (Ansible reads them before any inventory variable).
-  - A failed host's result shows the reason; the full facts and stage results only with C(-v)
-    (the fleet report keeps what it reads either way).
   - Changes nothing on the host (the probe file is written and deleted, as gds_facts does).
   - The host variable C(gds_environment) (a dictionary), when set, is the module's environment,
     under the task's own (which wins); one that is not a dictionary fails the host before it is
@@ -174,7 +172,7 @@ ansible_facts:
 preflight:
   description:
     - The failed preflight checks and the warnings; C(checks) and C(table), the row of each check
-      (as M(gpudirect.storage.gds_preflight) returns them; a failed host shows them with C(-v)).
+      (as M(gpudirect.storage.gds_preflight) returns them).
   returned: when O(preflight) is set
   type: dict
 preflight_only:

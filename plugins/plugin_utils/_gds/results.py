@@ -13,48 +13,8 @@ from __future__ import annotations
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases, release_of
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import with_config_errors
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.fleet import slim_facts
 
 MAX_FINDINGS = 50
-
-
-def verbosity():
-    from ansible.utils.display import Display
-    return Display().verbosity
-
-
-def for_a_person(result):
-    """A failed result as the default output shows it: the reason, the failed stages' messages,
-    the preflight table and the part of the facts the fleet report reads; the rest only with -v."""
-    gds = (result.get("ansible_facts") or {}).get("gds")
-    if gds:
-        slim = slim_facts(gds) or {}
-        if slim.get("reasons") == [slim.get("reason")]:
-            del slim["reasons"]  # the report falls back to [reason]
-        result["ansible_facts"] = {"gds": _without_nulls(slim)}
-    if "stages" in result:
-        failed = dict((name, {"failed": True, "msg": s.get("msg")}) for name, s in (result["stages"] or {}).items()
-                      if s.get("failed"))
-        if failed:
-            result["stages"] = failed
-        else:
-            del result["stages"]
-    if result.get("preflight"):
-        # the failures are in msg, the warnings printed as warnings: the table says it all
-        result["preflight"] = dict((k, v) for k, v in result["preflight"].items() if k == "table")
-    return result
-
-
-def _without_nulls(value):
-    """``value`` without the dict entries that are None (the report reads them with .get)."""
-    if isinstance(value, dict):
-        return dict((k, _without_nulls(v)) for k, v in value.items() if v is not None)
-    return value
-
-
-def shown(result):
-    """``result`` as the task returns it: a failure sized for a person unless -v."""
-    return for_a_person(result) if result.get("failed") and verbosity() < 1 else result
 
 
 def _validator():

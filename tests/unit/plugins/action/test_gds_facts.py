@@ -205,7 +205,6 @@ def test_a_hosts_result_is_handled_with_what_the_action_imported_before_the_work
         gds = json.loads(sys.stdin.read())
         results.validate_cufile(gds)
         results.verdict_line(gds)
-        results.shown({"failed": True, "msg": "m", "ansible_facts": {"gds": gds}})
         print(json.dumps([gds["cufile"].get("validator"), sorted(set(sys.modules) - before)]))
     """)
     facts = dict(gds(), libcufile={"version": "1.15.1"})
