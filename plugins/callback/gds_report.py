@@ -31,7 +31,8 @@ requirements:
 options:
   journal:
     description:
-      - Where to keep the run journal. Default - a temporary file removed at the end of the run.
+      - Where to keep the run journal (a C(0600) file; credentials in failure messages are masked).
+        Default - a temporary file in a private directory, both removed at the end of the run.
     type: path
     env:
       - name: GDS_REPORT_JOURNAL

@@ -46,6 +46,10 @@ options:
         command line, or its parent when that directory is named C(playbooks) (in a checkout of
         this collection - C(<checkout>/reports)). A playbook named by its collection name
         (C(gpudirect.storage.verify)) writes under C(~/.ansible) (C(~/.ansible/gds-reports)).
+      - The files are readable by their owner only (C(0600)) in a C(0700) directory; a directory of
+        yours that others could read is made C(0700). A directory another user owns or may write
+        is refused. Credentials in the failure messages (passwords in URLs, bearer tokens, NGC API
+        keys, C(--password=...), C(token=...)) are masked.
     type: path
   formats:
     description: Files to write besides C(gds-fleet.json), which is always written.

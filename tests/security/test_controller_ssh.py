@@ -11,11 +11,12 @@ create nothing there.
 
 import json
 import os
-import pwd
 import subprocess
 import sys
 
 import pytest
+
+from controller_users import local_user, run_as
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(os.path.dirname(sys.executable), "ansible-config")
@@ -68,14 +69,8 @@ def others_can_change(path):
 
 @pytest.fixture
 def attacker():
-    if os.geteuid() != 0:
-        pytest.skip("creating a second user needs root")
-    subprocess.run(["userdel", ATTACKER], stderr=subprocess.DEVNULL, check=False)
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", ATTACKER], check=True)
-    try:
-        yield pwd.getpwnam(ATTACKER)
-    finally:
-        subprocess.run(["userdel", ATTACKER], check=False)
+    with local_user(ATTACKER) as user:
+        yield user
 
 
 PLANT = r"""
@@ -94,9 +89,7 @@ print("planted")
 
 def plant(user, target):
     """Try, as ``user``, to pre-create ``target`` or put an entry into it. True if it worked."""
-    done = subprocess.run(["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid), "--clear-groups",
-                           sys.executable, "-I", "-c", PLANT, target], stdout=subprocess.PIPE, text=True, cwd="/")
-    return done.stdout.strip() == "planted"
+    return run_as(user, PLANT, target).stdout.strip() == "planted"
 
 
 def remove_planted(user, target):

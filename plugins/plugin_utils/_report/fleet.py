@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.redact import redact_text
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 
 SCHEMA = "gpudirect.storage/gds-fleet/1"
@@ -46,7 +47,12 @@ def _text(value, limit=MSG_LIMIT):
     if not isinstance(value, str):
         value = json.dumps(value, sort_keys=True, default=str) if isinstance(value, (dict, list)) else str(value)
     value = " ".join(value.split())
-    return value if len(value) <= limit else value[:limit - 3] + "..."
+    return value if limit is None or len(value) <= limit else value[:limit - 3] + "..."
+
+
+def _said(value, limit=MSG_LIMIT):
+    """What a task or pod said, as :func:`_text`, with credentials masked before it is cut."""
+    return _text(redact_text(_text(value, None)), limit)
 
 
 def slim_facts(gds):
@@ -73,17 +79,17 @@ def failure_message(result):
     if not msg and result.get("results"):  # a loop: the first failed item
         for item in result["results"]:
             if isinstance(item, dict) and item.get("failed"):
-                msg = item.get("msg") or _text(item.get("stderr"))
+                msg = item.get("msg") or item.get("stderr")
                 break
     if not msg and result.get("rc") not in (None, 0):
         msg = "rc=%s" % result["rc"]
-    msg = _text(msg)
+    msg = _said(msg)
     for prefix in ("Task failed: ",):  # ansible-core 2.19 wraps action errors this way
         if msg.startswith(prefix):
             msg = msg[len(prefix):]
     parts = [msg or "failed without a message"]
-    tail = result.get("stderr") or result.get("module_stderr")
-    if tail and _text(tail) not in parts[0]:
+    tail = _said(result.get("stderr") or result.get("module_stderr"))
+    if tail and tail not in parts[0]:
         parts.append("stderr: " + _text(tail, 300))
     return _text(" | ".join(parts))
 
@@ -280,7 +286,7 @@ def k8s_record(node):
     failure = node.get("failure") or None
     journal = None
     if failure:
-        entry = {"kind": "failed", "task": "gds_node_probe pod", "msg": _text(failure.get("message"))}
+        entry = {"kind": "failed", "task": "gds_node_probe pod", "msg": _said(failure.get("message"))}
         journal = {"status": "failed", "failure": entry}
         journal["failures"] = [dict(journal["failure"])]
     rec = build_record(node.get("name") or "?", node if node.get("mode") and not failure else None, journal)

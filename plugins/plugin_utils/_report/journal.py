@@ -38,15 +38,17 @@ NO_JOURNAL = "no run journal: enable the gpudirect.storage.gds_report callback t
 
 
 class RunJournal(object):
-    """One run's journal file. ``temporary``: created by :func:`start_run` without a configured
-    path, removed at the end of the run."""
+    """One run's journal file, readable by its owner only. ``temporary``: created by
+    :func:`start_run` without a configured path in a private directory, both removed at the end
+    of the run."""
 
     def __init__(self, path, run_id, temporary=False):
         self.path, self.run_id, self.temporary = path, run_id, temporary
 
     def append(self, event):
         """Add one event (a dict). Raises OSError when the file cannot be written."""
-        with open(self.path, "a", encoding="utf-8") as f:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(json.dumps(event, sort_keys=True, default=str) + "\n")
 
     def text(self):
@@ -57,9 +59,22 @@ class RunJournal(object):
             return f.read()
 
     def remove(self):
-        """Remove the file if it is temporary (a configured journal is kept)."""
-        if self.temporary and os.path.exists(self.path):
-            os.unlink(self.path)
+        """Remove the file and its private directory if it is temporary (a configured journal is kept)."""
+        if not self.temporary:
+            return
+        for remove, path in ((os.unlink, self.path), (os.rmdir, os.path.dirname(self.path))):
+            try:
+                remove(path)
+            except FileNotFoundError:
+                pass
+
+
+def _create(path, first_line):
+    """Create or truncate the journal file at ``path`` as a 0600 file (a link there is refused)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(f.fileno(), 0o600)  # a journal kept from an older run may have been readable by others
+        f.write(first_line)
 
 
 _current = None  # the RunJournal of this ansible-playbook run, in its main process and its forks
@@ -74,15 +89,13 @@ def start_run(path=None):
         path = os.path.abspath(os.path.expanduser(path))
         parent = os.path.dirname(path)
         if not os.path.isdir(parent):
-            os.makedirs(parent, 0o755)
+            os.makedirs(parent, 0o700)
         run = RunJournal(path, run_id)
-    else:
-        fd, path = tempfile.mkstemp(prefix="gds-report-journal.", suffix=".jsonl")
-        os.close(fd)
+    else:  # a directory of our own: the file is then used by its name safely
+        path = os.path.join(tempfile.mkdtemp(prefix="gds-report-journal."), "journal.jsonl")
         run = RunJournal(path, run_id, temporary=True)
         atexit.register(run.remove)  # also when the run is interrupted before its stats
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(json.dumps({"event": "start", "run_id": run_id, "pid": os.getpid()}) + "\n")
+    _create(path, json.dumps({"event": "start", "run_id": run_id, "pid": os.getpid()}) + "\n")
     _current = run
     return run
 

@@ -7,14 +7,16 @@ Used by the ``gds_report`` action plugin and by the ``gds_report`` callback's
 fallback (a run that ended before its report play). ``changed`` comes from
 ``_report.fleet.same_report`` (the generation time is ignored), files are replaced atomically
 (a temporary file in the same directory, then ``os.replace``), nothing is written in check
-mode, and an unchanged report is left as it is.
+mode, and an unchanged report is left as it is. The files are 0600 in a 0700 directory, reached
+through the directory's descriptor (see :func:`open_report_dir`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
+import stat
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import markdown
@@ -60,38 +62,86 @@ def render_all(report, formats=FORMATS):
     return out
 
 
-def _read(path):
+class ReportDirError(OSError):
+    """A report directory the report must not be written into."""
+
+
+def _read(name, dir_fd):
+    """The text of ``name`` in the directory ``dir_fd`` (None when absent, a link or unreadable)."""
+    if dir_fd is None:
+        return None
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            return f.read()
-    except (IOError, OSError, UnicodeDecodeError):
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        with os.fdopen(fd, "r", encoding="utf-8") as f:
+            return f.read() if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else None
+    except (OSError, UnicodeDecodeError):
         return None
 
 
-def plan(dest, report, formats=FORMATS):
+def _exists(name, dir_fd):
+    try:
+        return dir_fd is not None and stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def open_report_dir(dest, create=False):
+    """A descriptor of the report directory (None when it is missing and not ``create``d).
+
+    The report says why hosts failed, so it is the owner's alone: a directory we create is 0700;
+    one of ours that others may read is made 0700 (when ``create``, so not in check mode); one
+    that another user owns or may write (their files could be links we follow, their renames
+    could swap ours) is refused, naming its owner and mode. Everything after this goes through
+    the descriptor, never the name again."""
+    if create and not os.path.isdir(dest):
+        os.makedirs(dest, 0o700)
+    try:
+        fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    try:
+        st = os.fstat(fd)
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid not in (os.geteuid(), 0) or mode & 0o022:
+            raise ReportDirError("report directory %s (owner uid %d, mode %04o) may be changed by another user: "
+                                 "use a directory only you can write" % (dest, st.st_uid, mode))
+        if create and st.st_uid == os.geteuid() and mode & 0o077:
+            os.fchmod(fd, 0o700)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def plan(report, formats=FORMATS, dir_fd=None):
     """(changed, texts, old_md): whether the files would change, the new texts, and the Markdown
-    that is there now (for --diff)."""
+    that is there now (for --diff). ``dir_fd``: the open report directory (None: it is missing)."""
     texts = render_all(report, formats)
-    old_json = _read(os.path.join(dest, FILES["json"]))
+    old_json = _read(FILES["json"], dir_fd)
     try:
         old = json.loads(old_json) if old_json else None
     except ValueError:
         old = None
-    missing = [f for f in texts if not os.path.isfile(os.path.join(dest, FILES[f]))]
-    changed = bool(missing) or not fr.same_report(old, report)
-    return changed, texts, _read(os.path.join(dest, FILES["md"]))
+    missing = [f for f in texts if not _exists(FILES[f], dir_fd)]
+    changed = old_json is None or bool(missing) or not fr.same_report(old, report)
+    return changed, texts, _read(FILES["md"], dir_fd)
 
 
-def _atomic_write(path, text):
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
+def _atomic_write(dir_fd, name, text):
+    """Replace ``name`` in the directory ``dir_fd`` with ``text``, readable by its owner only."""
+    tmp = ".%s.%s" % (name, secrets.token_hex(8))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
         raise
 
 
@@ -99,14 +149,17 @@ def write_report(dest, report, formats=FORMATS, check_mode=False):
     """Write the report files into ``dest`` (created when missing) unless nothing changed.
     Returns {changed, files, diff}."""
     dest = os.path.abspath(os.path.expanduser(dest))
-    changed, texts, old_md = plan(dest, report, formats)
+    dir_fd = open_report_dir(dest, create=not check_mode)
+    try:
+        changed, texts, old_md = plan(report, formats, dir_fd)
+        if changed and not check_mode:
+            for fmt in ("html", "md", "json"):  # JSON last: it is what decides "changed" next time
+                if fmt in texts:
+                    _atomic_write(dir_fd, FILES[fmt], texts[fmt])
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
     files = dict((f, os.path.join(dest, FILES[f])) for f in texts)
-    if changed and not check_mode:
-        if not os.path.isdir(dest):
-            os.makedirs(dest, 0o755)
-        for fmt in ("html", "md", "json"):  # JSON last: it is what decides "changed" next time
-            if fmt in texts:
-                _atomic_write(files[fmt], texts[fmt])
     diff = {"before_header": files.get("md", files["json"]), "after_header": files.get("md", files["json"]),
             "before": old_md or "", "after": texts.get("md", "") if changed else old_md or ""}
     return {"changed": changed, "dest": dest, "files": files, "diff": diff}

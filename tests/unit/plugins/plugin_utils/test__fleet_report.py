@@ -391,6 +391,61 @@ def test_write_report_check_mode_creates_nothing(tmp_path):
     assert res["changed"] and not os.path.exists(str(tmp_path / "new"))
 
 
+def modes(dest):
+    return dict((name, os.stat(os.path.join(dest, name)).st_mode & 0o777) for name in [""] + os.listdir(dest))
+
+
+def test_report_files_are_the_owners_alone(tmp_path):
+    dest = str(tmp_path / "new" / "reports")
+    frw.write_report(dest, fleet_report())
+    assert modes(dest) == {"": 0o700, "gds-fleet.json": 0o600, "gds-fleet.md": 0o600, "gds-fleet.html": 0o600}
+
+
+def test_a_report_directory_of_ours_that_others_may_read_is_made_private_but_not_in_check_mode(tmp_path):
+    dest = str(tmp_path / "reports")
+    os.mkdir(dest)
+    os.chmod(dest, 0o755)
+    frw.write_report(dest, fleet_report(), check_mode=True)
+    assert modes(dest) == {"": 0o755}
+    frw.write_report(dest, fleet_report())
+    assert modes(dest)[""] == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o775])
+def test_a_report_directory_others_may_write_is_refused_and_nothing_written(tmp_path, mode):
+    dest = str(tmp_path / "shared")
+    os.mkdir(dest)
+    os.chmod(dest, mode)
+    with pytest.raises(OSError, match=r"report directory %s \(owner uid \d+, mode %04o\) may be changed by another "
+                                      r"user" % (re.escape(dest), mode)):
+        frw.write_report(dest, fleet_report())
+    assert os.listdir(dest) == []
+
+
+def test_a_link_in_the_report_directory_is_neither_read_into_the_diff_nor_written_through(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("root:$6$hash:19000::::::\n")
+    dest = tmp_path / "reports"
+    dest.mkdir(mode=0o700)
+    (dest / "gds-fleet.md").symlink_to(secret)
+    res = frw.write_report(str(dest), fleet_report())
+    assert "$6$hash" not in res["diff"]["before"]
+    assert secret.read_text() == "root:$6$hash:19000::::::\n"
+    assert not (dest / "gds-fleet.md").is_symlink()
+
+
+def test_failure_messages_keep_no_credentials():
+    result = {"msg": "non-zero return code", "rc": 1,
+              "stderr": "curl https://admin:S3cret@registry.example -H 'Authorization: Bearer abc.def' --password=Pw1"}
+    msg = fr.failure_message(result)
+    assert "S3cret" not in msg and "abc.def" not in msg and "Pw1" not in msg
+    assert msg.startswith("non-zero return code | stderr: curl https://admin:********@registry.example")
+    loop = {"results": [{"failed": True, "stderr": "token=ghp_0123456789 refused"}]}
+    assert fr.failure_message(loop) == "token=******** refused"
+    node = {"name": "gpu-1", "failure": {"message": "pull failed: nvapi-0123456789abcdef"}}
+    assert "0123456789abcdef" not in fr.k8s_record(node)["reason"]
+
+
 # -- Kubernetes nodes (gds_node_probe) --------------------------------------------------------------
 def test_k8s_nodes_sit_next_to_ssh_hosts_with_their_source():
     probed = {"name": "gpu-a", "mode": "compat", "reason": "nvidia_fs kernel module not loaded", "verified": True,

@@ -90,3 +90,26 @@ def test_a_journal_another_run_truncated_is_refused_and_a_named_one_is_read_as_i
     assert found == path and events == [] and note == "run journal %s belongs to another run" % path
     found, events, note = run_journal.read_for_report(path)  # the user named it: read as it is
     assert note is None and events == [{"event": "start", "run_id": other.run_id}]
+
+
+def test_journals_are_the_owners_alone(tmp_path):
+    run = run_journal.start_run()
+    assert os.stat(run.path).st_mode & 0o777 == 0o600
+    assert os.stat(os.path.dirname(run.path)).st_mode & 0o777 == 0o700  # its own directory
+    run_journal.end_run()
+    assert not os.path.exists(os.path.dirname(run.path))
+    kept = tmp_path / "logs" / "journal.jsonl"
+    run_journal.start_run(str(kept))
+    assert (kept.stat().st_mode & 0o777, kept.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    kept.chmod(0o644)
+    run_journal.start_run(str(kept))  # the next run truncates it and makes it private again
+    assert kept.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_configured_journal_that_is_a_link_is_refused(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me\n")
+    (tmp_path / "journal.jsonl").symlink_to(target)
+    with pytest.raises(OSError):
+        run_journal.start_run(str(tmp_path / "journal.jsonl"))
+    assert target.read_text() == "keep me\n"
