@@ -95,54 +95,10 @@ def parse_ofed_info(text):
     return None
 
 
-# The ofed_info that MLNX_OFED and DOCA-OFED install is generated: a bash script whose first
-# statement after its usage function answers -s with a literal and exits, e.g.
-#   if [ "X$1" == "X-s" ]; then echo OFED-internal-24.01-0.3.3:; exit 0; fi
-# Found with str methods: a pattern for this line cost 1 ms to compile on every plan and facts run.
-_OFED_INFO_S_HEAD = 'if [ "X$1" == "X-s" ]; then echo '
-_OFED_INFO_S_TAILS = ("; exit; fi", "; exit 0; fi")
-_OFED_LITERAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:+~-")
-OFED_INFO_HEAD = 64 * 1024  # where that line is (the package list after it can be long)
-
-
-def _ofed_info_s_line_literal(line):
-    """The literal of one line of the generated form (``...; then echo LITERAL; exit[ 0]; fi``,
-    blanks or tabs after it), or None."""
-    literal, sep, tail = line[len(_OFED_INFO_S_HEAD):].partition(";")
-    if not sep or not literal or not _OFED_LITERAL_CHARS.issuperset(literal):
+def ofed_info(runner):
+    """``ofed_info -s`` parsed, or None when ofed_info is missing, fails or names no OFED."""
+    if not runner.which("ofed_info"):
         return None
-    return literal if ";" + tail.rstrip(" \t") in _OFED_INFO_S_TAILS else None
-
-
-def ofed_info_s_literal(script):
-    """What ``ofed_info -s`` prints, parsed (:func:`parse_ofed_info`), read from the text of a
-    generated ofed_info; None for a program of any other shape (then it is run)."""
-    text = script or ""
-    start = text.find(_OFED_INFO_S_HEAD)
-    while start >= 0:
-        end = text.find("\n", start)
-        if start == 0 or text[start - 1] == "\n":  # the statement begins its line
-            literal = _ofed_info_s_line_literal(text[start:len(text) if end < 0 else end])
-            if literal is not None:
-                return parse_ofed_info(literal)
-        start = text.find(_OFED_INFO_S_HEAD, start + 1)
-    return None
-
-
-def ofed_info(runner, paths):
-    """``ofed_info -s`` parsed, or None when ofed_info is missing, fails or names no OFED. The
-    program the runner would start is read instead where it is a generated ofed_info (a bash
-    process less per plan and per facts run); any other program is run."""
-    program = runner.which("ofed_info")
-    if not program:
-        return None
-    try:
-        with open(paths.under_root(program), "rb") as f:
-            known = ofed_info_s_literal(f.read(OFED_INFO_HEAD).decode("utf-8", "replace"))
-    except (IOError, OSError):
-        known = None
-    if known is not None:
-        return known
     res = runner.run(["ofed_info", "-s"], check=False)
     return parse_ofed_info(res.stdout) if res.rc == 0 else None
 

@@ -44,7 +44,7 @@ def run(module, paths, runner, backend, result):
     p = module.params
     names = ofed.query_names(backend.family) + package_names(p)
     installed, available = backend.query(names)
-    current = ofed.detect(installed, ofed_info(runner, paths))
+    current = ofed.detect(installed, ofed_info(runner))
     result.update(current=current, installed_version=current["version"], version=current["version"])
     decision = ofed.decide(current, installed, {"flavour": p["flavour"], "version": p["version"],
                                                 "extra_packages": p["extra_packages"]}, backend.family)
@@ -84,7 +84,7 @@ def run(module, paths, runner, backend, result):
             result["actions"].append("%s %s=%s" % (kind, name, ver))
             after[name] = ver
         if not module.check_mode:
-            info = ofed_info(runner, paths)
+            info = ofed_info(runner)
             result["version"] = info["version"] if info else result["version"]
     result["packages"]["after"] = after
     result.update(ofed.outcome(decision, plan, current, "nvidia-fs-dkms" in installed))

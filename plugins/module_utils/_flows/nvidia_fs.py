@@ -110,7 +110,7 @@ class NvidiaFs(object):
         p = self.p
         headers = os.path.join(self.paths.lib_modules, self.kver, "build")
         secure_boot = nvfs.collect_secure_boot(self.paths)
-        ofed_info = hostparse.ofed_info(self.runner, self.paths)
+        ofed_info = hostparse.ofed_info(self.runner)
         facts = {
             "os": hostparse.parse_os_release(self.paths.read("os_release")), "arch": self.arch,
             "kernel": self.kver, "headers_path": headers, "headers_present": os.path.isdir(headers),

@@ -310,7 +310,7 @@ class Collector(object):
         return out
 
     def ofed(self):
-        return ofed_info(self.runner, self.paths)
+        return ofed_info(self.runner)
 
     def gpus_from_smi(self):
         res = self.runner.run(["nvidia-smi", "--query-gpu=index,name,uuid,pci.bus_id,driver_version",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_plan as _gds_plan
 from ansible_collections.gpudirect.storage.plugins.modules import gds_plan, mofed, nvidia_fs
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import FakeHost
@@ -243,19 +242,6 @@ def test_the_converged_plan_asks_each_read_only_command_once(host):
     assert len(stage_calls) == len(set(stage_calls)) == 1, stage_calls  # mofed and nvidia_fs both ask dkms status
     # the facts read after the stages: nothing wrote in between, so their ofed_info is the stages'
     assert len(host.argvs("ofed_info")) == 1
-
-
-def test_a_generated_ofed_info_is_read_not_run_by_the_stages_and_the_facts(host):
-    for main, args in ((mofed.main, MOFED), (nvidia_fs.main, NVFS)):
-        assert not host.run(main, args).get("failed")
-    version = host.ofed_info  # what the installed stack's ofed_info -s prints
-    host.write("usr/bin/ofed_info", '#!/bin/bash\nif [ "X$1" == "X-s" ]; then echo %s; exit 0; fi\n' % version)
-    host.calls[:] = []
-    res = plan(host)
-    assert res["converged"] is True and host.argvs("ofed_info") == []
-    assert res["stages"]["mofed"]["installed_version"] == hostparse.parse_ofed_info(version)["version"]
-    assert res["stages"]["nvidia_fs"]["preflight"]["ofed_info"] == version.rstrip(":")
-    assert res["ansible_facts"]["gds"]["ofed"]["raw"] == version.rstrip(":")
 
 
 def test_dpkg_status_is_read_not_queried_where_it_alone_is_the_answer(host):
