@@ -11,6 +11,7 @@ _gds.probe, and _flows.gds_facts puts them together. No GPU library is ever load
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import re
@@ -41,27 +42,6 @@ def names_starting(directory, prefix):
             return sorted(os.path.join(directory, e.name) for e in entries if e.name.startswith(prefix))
     except OSError:
         return []
-
-
-_GLOB_MAGIC = frozenset("*?[")
-
-
-def expand(pattern):
-    """``glob.glob(pattern)``. The patterns hosts give here - a plain directory, then a name with
-    one ``*`` (``/usr/local/cuda-*``, ``/etc/ld.so.conf.d/*.conf``) - are matched with str methods
-    (glob and fnmatch compile patterns: 1 ms of every plan and facts run); any other is glob's."""
-    directory, name = os.path.split(pattern)
-    prefix, star, suffix = name.partition("*")
-    if not star or name.startswith(".") or _GLOB_MAGIC.intersection(directory + prefix + suffix):
-        import glob
-        return glob.glob(pattern)
-    rest = prefix + suffix
-    try:
-        names = os.listdir(directory or os.curdir)
-    except OSError:
-        return []
-    return [os.path.join(directory, n) for n in names  # like glob: no hidden names for a pattern that is not
-            if not n.startswith(".") and len(n) >= len(rest) and n.startswith(prefix) and n.endswith(suffix)]
 
 
 class Collector(object):
@@ -209,7 +189,7 @@ class Collector(object):
         if dev.startswith("/dev/"):
             name = os.path.basename(os.path.realpath(dev) if self.paths.root == "/" else dev)
         block = self.paths.sys_block
-        if name and (os.path.exists(os.path.join(block, name)) or expand(os.path.join(block, "*", name))):
+        if name and (os.path.exists(os.path.join(block, name)) or glob.glob(os.path.join(block, "*", name))):
             return name
         if self.paths.proc_root == "/":
             try:
@@ -225,7 +205,7 @@ class Collector(object):
     def library_dirs(self):
         dirs = [d for d in (self.environ.get("LD_LIBRARY_PATH") or "").split(":") if d]
         cuda = self.host("/usr/local/cuda")
-        versioned = sorted(expand(self.host("/usr/local/cuda-*")), key=lambda p: parse.cuda_dir_version(p) or (0, 0),
+        versioned = sorted(glob.glob(self.host("/usr/local/cuda-*")), key=lambda p: parse.cuda_dir_version(p) or (0, 0),
                            reverse=True)
         for base in [cuda] + versioned:
             dirs += [os.path.join(base, "lib64"), os.path.join(base, "targets", "x86_64-linux", "lib")]
@@ -246,7 +226,7 @@ class Collector(object):
                 continue
             if line.startswith("include") and depth < 3:
                 pattern = line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else ""
-                for inc in sorted(expand(self.host(pattern if pattern.startswith("/") else "/etc/" + pattern))):
+                for inc in sorted(glob.glob(self.host(pattern if pattern.startswith("/") else "/etc/" + pattern))):
                     rel = "/" + os.path.relpath(inc, self.paths.root) if self.paths.root != "/" else inc
                     out += self.ld_so_conf_dirs(rel, depth + 1)
             elif line.startswith("/"):
