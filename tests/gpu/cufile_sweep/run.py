@@ -90,13 +90,18 @@ def log_tail(folder):
     return [line.strip()[:300] for line in lines if " ERROR " in line or " WARN " in line][-4:]
 
 
+def killed_by(returncode):
+    """The signal that ended the child (subprocess reports it as a negative return code), or None."""
+    return -returncode if returncode is not None and returncode < 0 else None
+
+
 def classify(returncode, markers, stdout, timed_out):
     """The outcome of one case from the child's exit and its markers."""
     opened = [m for m in markers if m.get("step") == "open"]
     if timed_out:
         return "timeout"
-    if returncode is not None and returncode < 0:
-        return "aborts" if -returncode == signal.SIGABRT else "crashed"
+    if killed_by(returncode):
+        return "aborts" if killed_by(returncode) == signal.SIGABRT else "crashed"
     if not opened:
         return "child_error"
     err = opened[0]["err"]
@@ -134,7 +139,7 @@ def run_case(case, release, lib_dir, timeout, python):
         return {"release": release, "id": case["id"], "tier": case["tier"], "text": case["text"],
                 "outcome": classify(returncode, markers, lib_out, timed_out), "err": opened.get("err"),
                 "cu_err": opened.get("cu_err"), "version": version,
-                "signal": -returncode if returncode is not None and returncode < 0 else None,
+                "signal": killed_by(returncode),
                 "exit": returncode, "stdout": tail(lib_out), "stderr": tail(err.decode("utf-8", "replace"), 4),
                 "log": log_tail(folder), "seconds": seconds}
     finally:
