@@ -10,6 +10,7 @@ every module_utils file is compiled on the target at each run."""
 from __future__ import annotations
 
 import os
+import re
 
 
 def parse_proc_modules(text):
@@ -33,49 +34,7 @@ def parse_proc_modules(text):
     return out
 
 
-# The scanners of the host-side parsers (here, _kernel, _gds, _cufile.tokens): str methods, as
-# a pattern costs 0.1-1 ms to compile on every run of every host.
-def digits_end(text, start=0):
-    """Where the run of decimal digits (what ``\\d`` matches) that starts at ``start`` ends."""
-    end, n = start, len(text)
-    while end < n and text[end].isdecimal():
-        end += 1
-    return end
-
-
-def chars_end(text, start, chars):
-    """Where the run of characters in ``chars`` that starts at ``start`` ends."""
-    end, n = start, len(text)
-    while end < n and text[end] in chars:
-        end += 1
-    return end
-
-
-def token_end(text, start, stops=""):
-    """Where the run of characters that are neither whitespace nor in ``stops`` (what
-    ``[^<stops>\\s]*`` matches) that starts at ``start`` ends."""
-    end, n = start, len(text)
-    while end < n and not text[end].isspace() and text[end] not in stops:
-        end += 1
-    return end
-
-
-def dotted_number_end(text, start, most=None):
-    """Where ``\\d+(\\.\\d+)*`` (at most ``most`` parts) that starts at ``start`` ends, or
-    None when no digit is there."""
-    end = digits_end(text, start)
-    if end == start:
-        return None
-    parts = 1
-    while (most is None or parts < most) and text.startswith(".", end):
-        after = digits_end(text, end + 1)
-        if after == end + 1:
-            break
-        end, parts = after, parts + 1
-    return end
-
-
-_OFED_DISTRIBUTIONS = ("MLNX_OFED_LINUX", "OFED-internal", "OFED")
+_OFED_LINE = re.compile(r"(MLNX_OFED_LINUX|OFED-internal|OFED)-(\d[\w.-]*)")
 
 
 def parse_ofed_info(text):
@@ -87,11 +46,9 @@ def parse_ofed_info(text):
     """
     for line in (text or "").splitlines():
         line = line.strip().rstrip(":").strip()
-        for distribution in _OFED_DISTRIBUTIONS:  # in this order: OFED-internal before OFED
-            version = line[len(distribution) + 1:]
-            if (line.startswith(distribution + "-") and version[:1].isdecimal()
-                    and all(c.isalnum() or c in "_.-" for c in version)):
-                return {"distribution": distribution, "version": version, "raw": line}
+        m = _OFED_LINE.fullmatch(line)
+        if m:
+            return {"distribution": m.group(1), "version": m.group(2), "raw": line}
     return None
 
 
@@ -103,35 +60,17 @@ def ofed_info(runner):
     return parse_ofed_info(res.stdout) if res.rc == 0 else None
 
 
-_NVRM = "NVRM version: NVIDIA UNIX "
+# NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs@U22)
+# NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 2023
+_NVRM = re.compile(r"NVRM version: NVIDIA UNIX (Open )?.*?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 
 
 def parse_driver_version(text):
     """``/proc/driver/nvidia/version`` -> {version, open} or None."""
     for line in (text or "").splitlines():
-        if not line.startswith(_NVRM):
-            continue
-        at = line.find("Kernel Module", len(_NVRM))
-        while at >= 0:
-            version = _driver_version_after(line, at + len("Kernel Module"))
-            if version:
-                return {"version": version, "open": line.startswith("Open ", len(_NVRM)), "source": "proc"}
-            at = line.find("Kernel Module", at + 1)
-    return None
-
-
-def _driver_version_after(line, at):
-    """The version after "Kernel Module" at ``at``: an optional `` for <arch>``, blanks, then
-    ``N.N`` or ``N.N.N``; None when that does not follow."""
-    starts = []
-    if line.startswith(" for ", at) and token_end(line, at + 5) > at + 5:
-        starts.append(token_end(line, at + 5))
-    starts.append(at)
-    for start in starts:
-        digits = len(line) - len(line[start:].lstrip())
-        end = dotted_number_end(line, digits, most=3) if digits > start else None
-        if end is not None and "." in line[digits:end]:
-            return line[digits:end]
+        m = _NVRM.match(line)
+        if m:
+            return {"version": m.group(2), "open": bool(m.group(1)), "source": "proc"}
     return None
 
 

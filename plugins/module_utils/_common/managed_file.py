@@ -11,6 +11,7 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import re
 import stat
 import tempfile
 
@@ -81,19 +82,10 @@ def _gid(group):
         return -1
 
 
-_OCTAL_DIGITS = frozenset("01234567")
-
-
-def octal_digits(text):
-    """What ``^[0-7]+$`` matches (a newline at the end too), without compiling it on every run."""
-    body = text[:-1] if text.endswith("\n") else text
-    return bool(body) and _OCTAL_DIGITS.issuperset(body)
-
-
 def _wanted_mode(path_stat, mode):
     if isinstance(mode, int):
         return mode
-    if octal_digits(str(mode)):
+    if re.match(r"^[0-7]+$", str(mode)):
         return int(str(mode), 8)
     from ansible.module_utils.basic import AnsibleModule  # its parser of u+rw,g-w (a classmethod: no module state)
     return AnsibleModule._symbolic_mode_to_octal(path_stat, str(mode))

@@ -43,12 +43,8 @@ def parse_nvidia_version(text, taint=None):
 
 def parse_nvfs_version(text):
     """``/proc/driver/nvidia-fs/version`` ("version: 2.26") -> "2.26" or None."""
-    for after in (text or "").split("version:")[1:]:  # what r"version:\s*([0-9][0-9.]*)" found
-        value = after.lstrip()
-        length = len(value) - len(value.lstrip("0123456789."))
-        if length and value[0] != ".":
-            return value[:length]
-    return None
+    m = re.search(r"version:\s*([0-9][0-9.]*)", text or "")
+    return m.group(1) if m else None
 
 
 def _key(label):
@@ -310,21 +306,14 @@ def parse_secure_boot(data):
 def soname_version(path):
     """``/usr/local/cuda-13.0/.../libcufile.so.1.15.1`` -> ``1.15.1``; None when the file name
     carries no full version (e.g. a bare ``libcufile.so.0``)."""
-    name = os.path.basename(path or "")
-    # the version runs to the end (or a last newline, where "$" matched too): only the last .so. can start it
-    _name, so, version = (name[:-1] if name.endswith("\n") else name).rpartition(".so.")
-    return version if so and "." in version and _hostparse.dotted_number_end(version, 0) == len(version) else None
+    m = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)*)$", os.path.basename(path or ""))
+    return m.group(1) if m else None
 
 
 def cuda_dir_version(path):
     """``/usr/local/cuda-13.0`` -> (13, 0); None for other names."""
-    for after in (path or "").split("cuda-")[1:]:  # what r"cuda-(\d+)\.(\d+)" found
-        major = after[:_hostparse.digits_end(after)]
-        rest = after[len(major):]
-        minor = rest[1:_hostparse.digits_end(rest, 1)] if rest.startswith(".") else ""
-        if major and minor:
-            return int(major), int(minor)
-    return None
+    m = re.search(r"cuda-(\d+)\.(\d+)", path or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def decode_cuda_version(value):

@@ -17,7 +17,7 @@ import os
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, tail
-from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_proc_modules, token_end
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import parse_proc_modules
 
 MAKE_LOG_TAIL_LINES = 25
 MANAGED_HEADER = "# Managed by gpudirect.storage.nvidia_fs; local changes are overwritten.\n"
@@ -133,34 +133,8 @@ def modprobe_options_satisfied(current, name, params):
 
 
 # --------------------------------------------------------------------------- DKMS
-# DKMS 2's status line, compiled (and kept by re) only where a host's dkms speaks it
-_DKMS2 = r"^(?P<m>[^/,\s]+), (?P<v>[^,\s]+)(?:, (?P<k>[^,\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$"
-
-
-def dkms3_fields(line):
-    """The fields of a DKMS 3 status line, ``m/v[, k[, a]]: rest`` - what
-    ``^(?P<m>[^/,\\s]+)/(?P<v>[^,:\\s]+)(?:, (?P<k>[^,:\\s]+))?(?:, (?P<a>[^,:\\s]+))?: (?P<rest>.*)$``
-    matches, without compiling it on every plan - or None."""
-    module_end = token_end(line, 0, "/,")
-    if module_end == 0 or not line.startswith("/", module_end):
-        return None
-    version_end = token_end(line, module_end + 1, ",:")
-    if version_end == module_end + 1:
-        return None
-    fields = {"m": line[:module_end], "v": line[module_end + 1:version_end], "k": None, "a": None}
-    end = version_end
-    for name in ("k", "a"):
-        if not line.startswith(", ", end):
-            break
-        field_end = token_end(line, end + 2, ",:")
-        if field_end == end + 2:
-            break
-        fields[name], end = line[end + 2:field_end], field_end
-    if not line.startswith(": ", end):
-        return None
-    rest = line[end + 2:]
-    fields["rest"] = rest[:-1] if rest.endswith("\n") else rest
-    return fields if "\n" not in fields["rest"] else None
+_DKMS3 = re.compile(r"^(?P<m>[^/,\s]+)/(?P<v>[^,:\s]+)(?:, (?P<k>[^,:\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$")
+_DKMS2 = re.compile(r"^(?P<m>[^/,\s]+), (?P<v>[^,\s]+)(?:, (?P<k>[^,\s]+))?(?:, (?P<a>[^,:\s]+))?: (?P<rest>.*)$")
 
 
 def parse_dkms_status(text):
@@ -170,14 +144,10 @@ def parse_dkms_status(text):
     out = []
     for line in (text or "").splitlines():
         line = line.strip()
-        if "/" in line.partition(",")[0]:
-            fields = dkms3_fields(line)
-        else:
-            m = re.match(_DKMS2, line)
-            fields = m.groupdict() if m else None
-        if not fields:
+        m = _DKMS3.match(line) or _DKMS2.match(line)
+        if not m:
             continue
-        rest = fields["rest"].strip()
+        rest = m.group("rest").strip()
         note = ""
         if rest.startswith("Error!") or rest.startswith("Error:"):
             state, note = "error", rest
@@ -185,8 +155,8 @@ def parse_dkms_status(text):
             state, _sep, note = rest.partition(" ")
             state = state.rstrip(",")
             note = note.strip().strip("()")
-        out.append({"module": fields["m"], "version": fields["v"], "kernel": fields["k"],
-                    "arch": fields["a"], "state": state, "note": note})
+        out.append({"module": m.group("m"), "version": m.group("v"), "kernel": m.group("k"),
+                    "arch": m.group("a"), "state": state, "note": note})
     return out
 
 

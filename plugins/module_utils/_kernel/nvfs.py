@@ -21,6 +21,7 @@ through ``HostPaths``). Sources of the rules:
 from __future__ import annotations
 
 import os
+import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import compare_versions, select_version, version_matches
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
@@ -47,6 +48,9 @@ class PreflightError(Exception):
 
 
 # --------------------------------------------------------------------------- parsers
+_MAKE_LOG_DRIVER = re.compile(r"NVIDIA_SRC_DIR=\S*/nvidia(?:-open)?-(\d+\.\d+(?:\.\d+)?)")
+_SERIES = re.compile(r"(\d+)\.(\d+)")
+_CUDA_PACKAGE = re.compile(r"(?:libcufile|libcufile-dev|gds-tools|nvidia-gds)-(\d+)-(\d+)$")
 
 
 def driver_from_modinfo(info):
@@ -59,28 +63,14 @@ def driver_from_modinfo(info):
 
 def driver_from_make_log(text):
     """The driver version an nvidia-fs build used: ``NVIDIA_SRC_DIR=/usr/src/nvidia-580.95.05/...``."""
-    text = text or ""
-    at = text.find("NVIDIA_SRC_DIR=")
-    while at >= 0:
-        start = at + len("NVIDIA_SRC_DIR=")
-        end = hostparse.token_end(text, start)
-        slash = text.rfind("/nvidia", start, end)
-        while slash >= 0:  # the last /nvidia[-open]-N.N[.N] of the path, as a greedy \S* finds it
-            for dash in ("-open-", "-"):
-                if text.startswith(dash, slash + 7):
-                    version_end = hostparse.dotted_number_end(text, slash + 7 + len(dash), most=3)
-                    if version_end is not None and "." in text[slash + 7 + len(dash):version_end]:
-                        return text[slash + 7 + len(dash):version_end]
-            slash = text.rfind("/nvidia", start, slash)
-        at = text.find("NVIDIA_SRC_DIR=", at + 1)
-    return None
+    m = _MAKE_LOG_DRIVER.search(text or "")
+    return m.group(1) if m else None
 
 
 # --------------------------------------------------------------------------- rules
 def nvfs_series(version):
-    major, dot, rest = (version or "").partition(".")
-    minor = rest[:hostparse.digits_end(rest)]
-    return (int(major), int(minor)) if dot and major.isdecimal() and minor else None
+    m = _SERIES.match(version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def cuda_of_nvfs(version):
@@ -95,12 +85,8 @@ def cuda_of_nvfs(version):
 
 def cuda_of_package(name):
     """``libcufile-12-8`` / ``gds-tools-13-0`` / ``nvidia-gds-12-9`` -> ``12.8`` ..."""
-    for prefix in ("libcufile-", "libcufile-dev-", "gds-tools-", "nvidia-gds-"):
-        rest = name[len(prefix):] if name.startswith(prefix) else ""
-        major, dash, minor = (rest[:-1] if rest.endswith("\n") else rest).partition("-")
-        if dash and major.isdecimal() and minor.isdecimal():
-            return "%s.%s" % (major, minor)
-    return None
+    m = _CUDA_PACKAGE.match(name)
+    return "%s.%s" % (m.group(1), m.group(2)) if m else None
 
 
 def driver_supports_cuda(driver_version, cuda):
