@@ -80,14 +80,16 @@ def merge_path_verdicts(probe, verdicts):
 
 
 def preflight_paths(storage, size):
-    """(paths to probe, error entries for the others): a missing directory or too little free
-    space is reported without writing anything."""
+    """(paths to probe, error entries for the others): a missing directory, one other users can
+    write without the sticky bit, or too little free space is reported without writing anything."""
     ok = []
     skipped = []
     for info in storage:
         problem = None
         if not info.get("exists"):
             problem = "probe_path %s does not exist or is not a directory" % info["path"]
+        elif targets.shared_writable(info):
+            problem = targets.shared_writable(info)
         elif info.get("free_bytes") is not None and info["free_bytes"] < size + (size >> 4) + (16 << 20):
             problem = "only %d MiB free on %s, the probe needs %d MiB" % (
                 info["free_bytes"] >> 20, info.get("mount_point") or info["path"], size >> 20)

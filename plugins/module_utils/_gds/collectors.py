@@ -15,6 +15,7 @@ import glob
 import hashlib
 import os
 import re
+import stat
 import sys
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
@@ -156,6 +157,7 @@ class Collector(object):
         if not info["exists"]:
             return info
         st = os.stat(real)
+        info.update(mode="%04o" % stat.S_IMODE(st.st_mode), owner_uid=st.st_uid)
         major, minor = os.major(st.st_dev), os.minor(st.st_dev)
         info["dev"] = "%d:%d" % (major, minor)
         link = os.path.join(self.paths.sys_dev_block, info["dev"])

@@ -54,7 +54,7 @@ def _classify(storage):
     mount_point = storage.get("mount_point")
     on = " on " + mount_point if mount_point not in (None, path) else ""
     where = "%s (%s%s)" % (path, fstype or "file system", on)
-    if not storage.get("exists", True) and not fstype:
+    if not storage.get("exists", True):  # preflight says so; the parent's file system would mislead
         return {"kind": "missing", "gds_capable": False, "reason": None}
     if fstype in MEMORY_FS:
         return {"kind": "tmpfs", "gds_capable": False, "reason": (
@@ -95,6 +95,18 @@ def _classify(storage):
     return {"kind": "root-non-nvme" if root else "non-nvme", "gds_capable": False, "reason": (
         "%s is %son %s (%s device), not NVMe: nvidia-fs serves local ext4/xfs on NVMe/NVMe-oF" % (
             where, "the root file system " if root else "", _device(storage), transport or "unknown"))}
+
+
+def shared_writable(storage):
+    """Why the probe refuses the directory of ``storage`` (Collector.storage: path, mode), or
+    None: one that users other than its owner can write without the sticky bit lets them rename
+    or replace what the probe creates there."""
+    mode = int(storage.get("mode") or "0", 8)
+    if not storage.get("exists", True) or not mode & 0o022 or mode & 0o1000:
+        return None
+    return ("probe_path %s (mode %s) can be written by other users and has no sticky bit: another user could "
+            "replace the probe's file; probe a directory only root can write, or set its sticky bit" % (
+                storage["path"], storage["mode"]))
 
 
 def auto_targets(mounts, block_of):

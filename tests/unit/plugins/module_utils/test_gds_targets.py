@@ -91,3 +91,19 @@ def test_auto_is_bounded():
             for i in range(10)]
     picked, skipped = t.auto_targets(many, block_of)
     assert len(picked) == t.MAX_AUTO and len(skipped) == 2 and "name the ones" in skipped[0]["why"]
+
+
+def test_a_missing_probe_path_is_missing_whatever_file_system_holds_its_parent():
+    out = t.classify(storage("/data/nope", "ext4", None, mount_point="/", exists=False))
+    assert out == {"kind": "missing", "gds_capable": False, "reason": None, "blocks_register": False}
+
+
+@pytest.mark.parametrize("mode, refused", [
+    ("0755", False), ("0700", False), ("1777", False), ("1770", False), ("0777", True), ("0775", True),
+    ("0757", True), ("2777", True)])
+def test_a_directory_others_can_write_without_the_sticky_bit_is_refused(mode, refused):
+    why = t.shared_writable(storage("/data", "ext4", "nvme0n1", mode=mode))
+    assert (why is not None) == refused
+    if refused:
+        assert why.startswith("probe_path /data (mode %s) can be written by other users and has no sticky bit" % mode)
+    assert t.shared_writable({"path": "/gone", "exists": False}) is None
