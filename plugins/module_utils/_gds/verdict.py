@@ -15,7 +15,8 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds import pars
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.targets import classify
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.errors import (
     NO_GPU_CUDA_ERRORS, describe_error, libcufile_missing)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import release_of
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import (
+    SHIPPED_RELEASE, known_releases, release_of)
 
 MODES = ("gds", "p2pdma", "compat", "unavailable", "failed")
 RANK = {"gds": 3, "p2pdma": 2, "compat": 1, "failed": 0, "unavailable": 0}
@@ -23,6 +24,28 @@ REQUIRABLE = ("gds", "p2pdma", "compat")
 
 # CUfileFeatureFlags bit 4 (P2P_SUPPORTED, CUDA 12.8+): PCI P2PDMA available.
 FFLAG_P2P = 1 << 4
+
+
+def libcufile_release(lib):
+    """(release, note): THE libcufile release of a host, for its verdict and for the controller's
+    cufile.json validation. ``lib``: the facts' ``libcufile``. The release its file name carries
+    (``libcufile.so.1.15.1``), else the one the loaded library answered (``api_version``, its
+    cuFileGetVersion in the probe child: a pip wheel's ``libcufile.so.0`` has no version in its
+    name). None, with the note, when that release is unknown to the collection or nothing said
+    it; the release with a shipped file, with the note, when no libcufile was found."""
+    version, api = lib.get("version"), lib.get("api_version")
+    if version or api is not None:
+        release = release_of(version) if version else release_of(api)
+        if release:
+            return release, None
+        shown = version or "%d.%d (cuFileGetVersion %d)" % (api // 1000, (api % 1000) // 10, api)
+        return None, ("not validated: the host's libcufile %s is unknown to the collection (known releases: %s)"
+                      % (shown, ", ".join(known_releases())))
+    if lib.get("path"):
+        return None, ("not validated: the host's libcufile %s carries no version in its file name and the probe did "
+                      "not reach its cuFileGetVersion (run the probe)" % lib["path"])
+    return SHIPPED_RELEASE, ("no libcufile found on the host: validated against libcufile %s, the newest release the "
+                             "collection has a shipped file of" % SHIPPED_RELEASE)
 
 
 def with_config_errors(facts, messages):
@@ -273,7 +296,8 @@ def verdict(facts):
     if crash:
         return _result("failed", crash + _evidence(probe))
     if err:
-        release = release_of(lib.get("version")) or release_of((probe.get("cufile") or {}).get("api_version"))
+        api = (probe.get("cufile") or {}).get("api_version")
+        release = libcufile_release(lib if api is None else dict(lib, api_version=api))[0]
         return _result("failed", [describe_error(err, release=release)] + _evidence(probe, ("ERROR", "WARN"), err.get("step")),
                        error=err)
     context = {"nvfs_loaded": (facts.get("nvidia_fs") or {}).get("loaded"), "log": probe.get("cufile_log"),

@@ -10,9 +10,7 @@ from __future__ import annotations
 # imported here, not where used: the action plugins import this module in Ansible's main process
 # before it forks a worker per host, and a module first imported in a worker is compiled again for
 # every host (Ansible's collection loader keeps no compiled code)
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases, release_of
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import with_config_errors
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import libcufile_release, with_config_errors
 
 MAX_FINDINGS = 50
 
@@ -30,17 +28,9 @@ def _validator():
 
 
 def host_release(gds):
-    """(release, note): the libcufile release (the validator's view) the host's cufile.json is read
-    by - the host's own libcufile; the newest release with a shipped file when none was found;
-    None (with the reason) when the host's release is unknown to the collection."""
-    version = (gds.get("libcufile") or {}).get("version")
-    if not version:
-        return shipped.NEWEST, ("no libcufile found on the host: validated against libcufile %s, the newest "
-                                "release the collection has a shipped file of" % shipped.NEWEST)
-    if release_of(version) is None:
-        return None, ("not validated: the host's libcufile %s is unknown to the collection (known releases: %s)"
-                      % (version, ", ".join(known_releases())))
-    return release_of(version), None
+    """(release, note): the libcufile release the host's cufile.json is read by, as the host's
+    verdict decided it (_gds/verdict.libcufile_release); None (with the reason) when unknown."""
+    return libcufile_release(gds.get("libcufile") or {})
 
 
 def validate_cufile(gds):
