@@ -22,8 +22,14 @@ stamped with a nonce and its index), cuFileDriverOpen, and for each probe path: 
 O_CREAT|O_EXCL|O_DIRECT file, cuFileHandleRegister, cuFileWrite of buffer 1, cuFileRead into
 buffer 2 (both timed, in parallel chunks when ``threads`` > 0), a byte-for-byte comparison
 on the host, the same file read and written with O_DIRECT into host memory (the storage's own
-speed), the throughput mode when asked, and ALWAYS deregister, close and unlink. nvidia-fs stats are read around the
-write and the read so the module can prove (or disprove) the nvidia-fs data path.
+speed), the throughput mode when asked, and ALWAYS deregister, close and remove. nvidia-fs stats
+are read around the write and the read so the module can prove (or disprove) the nvidia-fs data
+path.
+
+The file is created in a private directory (probe_lib.private_dir), used through ONE descriptor
+for every step and unlinked once cuFileHandleRegister has accepted it: after that a timeout, a
+crash or a SIGKILL leaves no bytes on the disk (the module removes the rest: probe_child).
+cuFileGetVersion is printed as its own line before cuFileDriverOpen, which aborts on some configs.
 
 Standard library only, Python 3.8+. The program is split over five files along its seams -
 probe_lib (protocol, ctypes layouts), probe_nvml (NVML inventory), probe_io (I/O plans, worker
@@ -46,8 +52,8 @@ import time
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_nvml import _cstr, nvml_inventory
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_io import gbps, host_direct, ratio
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_lib import (
-    BLOCK, BOOL_PARAMS, HEADER, PROTOCOL, StepError, _CUfileDescr, _CUfileError, _DrvProps, emit,
-    unbuffer_c_stdout
+    BLOCK, BOOL_PARAMS, HEADER, PRIVATE_PREFIX, PROTOCOL, StepError, _CUfileDescr, _CUfileError, _DrvProps,
+    create_in, die_with_parent, emit, private_dir, remove_private, unbuffer_c_stdout
 )
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.probe_tune import Transfers
 
@@ -68,6 +74,7 @@ class Probe(Transfers):
         self.ctx_release = None
         self.driver_close = None
         self.driver_open = False
+        self.api_version = None
         self.dev = 0
         self.bufs = []
         self.registered = []
@@ -161,6 +168,15 @@ class Probe(Transfers):
             close.argtypes = []
             close.restype = err
         self.driver_close = close
+        get_version = getattr(cf, "cuFileGetVersion", None)
+        if get_version is not None:  # before cuFileDriverOpen: the line stays when that aborts
+            self.step("cuFileGetVersion")
+            get_version.argtypes = [c.POINTER(c.c_int)]
+            get_version.restype = err
+            ver = c.c_int(0)
+            if get_version(c.byref(ver)).err == 0:
+                self.api_version = ver.value
+                emit("version", ver.value)
 
     def init_cuda(self):
         c = ctypes
@@ -224,13 +240,8 @@ class Probe(Transfers):
                 "per_buffer_cache_size": props.per_buffer_cache_size,
                 "max_device_pinned_mem_size": props.max_device_pinned_mem_size,
             }
-        get_version = getattr(self.cufile, "cuFileGetVersion", None)
-        if get_version is not None:
-            get_version.argtypes = [c.POINTER(c.c_int)]
-            get_version.restype = _CUfileError
-            ver = c.c_int(0)
-            if get_version(c.byref(ver)).err == 0:
-                info["api_version"] = ver.value
+        if self.api_version is not None:
+            info["api_version"] = self.api_version
         get_bool = getattr(self.cufile, "cuFileGetParameterBool", None)
         if get_bool is not None:
             get_bool.argtypes = [c.c_int, c.POINTER(c.c_bool)]
@@ -274,19 +285,17 @@ class Probe(Transfers):
 
     def probe_path(self, path):
         entry = {"path": path, "ok": False, "size": self.size, "threads": self.threads, "chunk": self.chunk}
-        name = os.path.join(path, ".gds_facts_probe.%d.%s" % (os.getpid(), os.urandom(4).hex()))
-        fd = None
-        handle = None
+        private = dfd = fd = handle = None
+        name = "probe"
         try:
             self.step("open O_DIRECT %s" % path)
-            try:
-                fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_DIRECT", 0o40000), 0o600)
-            except OSError as exc:
-                raise StepError({"step": "open", "kind": "os", "errno": exc.errno, "strerror": exc.strerror,
-                                 "file": name})
-            entry["file"] = name
+            private, dfd = private_dir(path, self.args.get("dir_prefix") or "%s%d." % (PRIVATE_PREFIX, os.getpid()))
+            entry["file"] = os.path.join(private, name)
+            fd = create_in(private, dfd, name)
             self.step("cuFileHandleRegister %s" % path)
             fh = handle = self.register_handle(fd)
+            os.unlink(name, dir_fd=dfd)  # from here on nothing of the probe stays on the disk, however it ends
+            entry["unlinked_after"] = "cuFileHandleRegister"
             self.cu("cuMemsetD32_v2", self.bufs[1], 0x5A5AA5A5, self.size // 4)
             self.cu("cuCtxSynchronize")
             plan = self.default_plan()
@@ -309,11 +318,11 @@ class Probe(Transfers):
             else:
                 # the storage alone, same file, same run, same split: how much of it reaches the GPU
                 self.step("host O_DIRECT %s" % path)
-                direct = host_direct(name, self.size, {"write": plan, "read": plan})
+                direct = host_direct(fd, self.size, {"write": plan, "read": plan})
                 entry["host_direct"] = direct
                 entry["storage_ratio"] = {d: ratio(entry[d + "_gbps"], direct.get(d + "_gbps")) for d in ("write", "read")}
                 if self.throughput:
-                    entry["tuned"] = self.tune(path, name, fh)
+                    entry["tuned"] = self.tune(path, fd, fh)
         except StepError as exc:
             entry["error"] = exc.info
         finally:
@@ -322,12 +331,8 @@ class Probe(Transfers):
                 self.cufile.cuFileHandleDeregister(handle)
             if fd is not None:
                 os.close(fd)
-                try:
-                    os.unlink(name)
-                    entry["removed"] = True
-                except OSError as exc:
-                    entry["removed"] = False
-                    entry["remove_error"] = str(exc)
+            if dfd is not None:
+                entry.update(remove_private(private, dfd, name))
         return entry
 
     def cleanup(self):
@@ -369,6 +374,8 @@ class Probe(Transfers):
 
 def main(argv):
     args = json.loads(argv[0]) if argv else {}
+    if args.get("parent"):
+        die_with_parent(args["parent"])
     if args.get("timeout"):
         signal.alarm(int(args["timeout"]))  # default action of SIGALRM: the process ends
     libc = unbuffer_c_stdout()

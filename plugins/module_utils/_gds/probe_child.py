@@ -18,6 +18,14 @@ The child runs with its own working directory (libcufile writes cufile.log into 
 the child: SIGALRM's default action ends it even inside a C call. A child that dies (SIGABRT
 from libcufile, the alarm) is reported with its signal, the last step it announced, what it
 printed and the log: the module always returns.
+
+The probe's files: the child makes its private directory in each probe path named
+``.gds_facts_probe.<module pid>.<random>.<mkdtemp's>`` and unlinks its file as soon as libcufile
+has registered it; it dies with the module (PR_SET_PDEATHSIG). After the child, whatever way it
+ended, the module removes its own private directories; before it, the private directories and
+files of runs whose module is gone (a module killed with SIGKILL cleans nothing up). Both look at
+entries with lstat through directory descriptors, remove only this user's regular files and
+directories, and never follow a link.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 
@@ -38,6 +47,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds import prob
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_tune as _gds_probe_tune
 
 SENTINEL = _gds_probe_lib.SENTINEL
+PRIVATE_PREFIX = _gds_probe_lib.PRIVATE_PREFIX
 # the probe program's parts, in the order the joined source defines them (main last)
 PROBE_PARTS = (_gds_probe_lib, _gds_probe_nvml, _gds_probe_io, _gds_probe_tune, _gds_probe)
 
@@ -81,16 +91,20 @@ def probe_source():
 
 
 def parse_output(stdout):
-    """(result dict or None, last step, error text) from the child's stdout."""
+    """(result dict or None, last step, error text, libcufile's cuFileGetVersion or None) from
+    the child's stdout."""
     result = None
     last_step = None
     problem = None
+    version = None
     for line in (stdout or "").splitlines():
         if not line.startswith(SENTINEL + " "):
             continue
         kind, _sep, payload = line[len(SENTINEL) + 1:].partition(" ")
         if kind == "step":
             last_step = payload
+        elif kind == "version" and payload.isdigit():
+            version = int(payload)
         elif kind == "result":
             try:
                 result = json.loads(payload)
@@ -98,7 +112,7 @@ def parse_output(stdout):
                 problem = "unreadable result line: %s" % exc
     if result is None and problem is None:
         problem = "no result line"
-    return result, last_step, problem
+    return result, last_step, problem, version
 
 
 def signal_name(rc):
@@ -123,13 +137,74 @@ def read_logs(workdir):
     return "\n".join(texts)
 
 
+def _pid_gone(name):
+    """True when the module that named the entry ``name`` (its pid follows PRIVATE_PREFIX) is gone."""
+    pid = name[len(PRIVATE_PREFIX):].split(".")[0]
+    if not pid.isdigit() or int(pid) in (0, os.getpid()):
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _remove_own(dfd, name):
+    """Remove the entry ``name`` of the directory ``dfd`` if this user owns it: a regular file,
+    or a directory with the files in it; another user's entry, a link or anything else stays."""
+    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    if st.st_uid != os.geteuid():
+        return
+    if stat.S_ISREG(st.st_mode):
+        os.unlink(name, dir_fd=dfd)
+    elif stat.S_ISDIR(st.st_mode):
+        sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+        try:
+            now = os.fstat(sub)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                return  # replaced since it was looked at
+            for entry in os.listdir(sub):
+                os.unlink(entry, dir_fd=sub)  # never follows a link; a directory in it stays (error)
+        finally:
+            os.close(sub)
+        os.rmdir(name, dir_fd=dfd)
+
+
+def remove_leftovers(directory, wanted):
+    """Remove the probe's entries of ``directory`` (named PRIVATE_PREFIX...) that ``wanted(name)``
+    picks and this user owns; returns the paths that could not be removed."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return []
+    left = []
+    try:
+        for name in os.listdir(dfd):
+            if name.startswith(PRIVATE_PREFIX) and wanted(name):
+                try:
+                    _remove_own(dfd, name)
+                except OSError:
+                    left.append(os.path.join(directory, name))
+    finally:
+        os.close(dfd)
+    return left
+
+
 def run_child(runner, args, tmp_root=None, environ=None, python=None):
     """Run the probe child with ``args`` (a JSON-able dict, see _gds.probe.main).
 
     Returns a dict: rc, signal, timed_out, last_step, result (the child's JSON or None),
     protocol_error, stdout_lines (libcufile's own), stderr_tail, cufile_log (parsed entries),
-    cufile_log_raw_lines (count).
+    left_behind (probe entries that could not be removed), and ``cufile`` ({api_version}) when
+    the child printed libcufile's version (also when it died after that).
     """
+    paths = list(args.get("paths") or []) if args.get("probe") else []
+    for path in paths:  # what runs killed with their module left
+        remove_leftovers(path, _pid_gone)
+    prefix = "%s%d.%s." % (PRIVATE_PREFIX, os.getpid(), os.urandom(4).hex())
+    args = dict(args, dir_prefix=prefix, parent=os.getpid())
     workdir = tempfile.mkdtemp(prefix="gds_probe_", dir=tmp_root)
     env = {"CUFILE_LOGFILE_PATH": os.path.join(workdir, "cufile.log")}
     env.update(environ or {})
@@ -139,7 +214,8 @@ def run_child(runner, args, tmp_root=None, environ=None, python=None):
         log_text = read_logs(workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    result, last_step, problem = parse_output(res.stdout)
+        left = [p for path in paths for p in remove_leftovers(path, lambda name: name.startswith(prefix))]
+    result, last_step, problem, version = parse_output(res.stdout)
     sig = signal_name(res.rc)
     out = {
         "rc": res.rc,
@@ -152,5 +228,8 @@ def run_child(runner, args, tmp_root=None, environ=None, python=None):
         "stdout_lines": parse.stdout_lines(res.stdout, SENTINEL),
         "stderr_tail": "\n".join((res.stderr or "").strip().splitlines()[-5:]) or None,
         "cufile_log": parse.parse_cufile_log(log_text),
+        "left_behind": left,
     }
+    if version is not None:
+        out["cufile"] = {"api_version": version}
     return out

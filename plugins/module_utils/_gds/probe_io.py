@@ -17,9 +17,9 @@ imports, and names that do not clash with the other parts.
   measurements, ``ratio`` is the GPU/storage ratio.
 * ``WorkerPool``: persistent threads (as kvikio keeps). A thread's first cuFile I/O sets up
   libcufile's per-thread state (compat mode: its bounce buffers); the pool runs it untimed.
-* ``host_direct``: the same file read and written with O_DIRECT into host memory (os.preadv /
-  os.pwrite release the GIL), split like the probe, best of 2 interleaved rounds: how fast the
-  storage is without the GPU.
+* ``host_direct``: the same file (the same descriptor) read and written with O_DIRECT into host
+  memory (os.preadv / os.pwrite release the GIL), split like the probe, best of 2 interleaved
+  rounds: how fast the storage is without the GPU.
 """
 
 from __future__ import annotations
@@ -193,8 +193,9 @@ def _host_job(op, fd, region, slices):
     return job
 
 
-def host_direct(path, size, plans, rounds=2):
-    """Read, then write, ``size`` bytes of the file ``path`` with O_DIRECT into host memory,
+def host_direct(fd, size, plans, rounds=2):
+    """Read, then write, ``size`` bytes of the probe's file (``fd``, opened O_DIRECT: the
+    descriptor the cuFile handle uses, never the file reopened by name) into host memory,
     ``rounds`` times interleaved; the figure per direction is the best round (one O_DIRECT
     stream on a shared host varies by a third from run to run, and the ratio compares the GPU
     path with what the storage CAN do).
@@ -204,19 +205,12 @@ def host_direct(path, size, plans, rounds=2):
     write_gbps, read_runs, write_runs, read_plan, write_plan} or {"error": ...}. Nothing is
     fsync'ed (the probe's cuFileWrite is not either)."""
     out = {"read_runs": [], "write_runs": []}
-    try:
-        fd = os.open(path, os.O_RDWR | getattr(os, "O_DIRECT", 0o40000))
-    except OSError as exc:
-        return {"error": {"step": "host O_DIRECT open", "kind": "os", "errno": exc.errno, "strerror": exc.strerror}}
-    try:
-        for _round in range(max(1, rounds)):
-            for op in ("read", "write"):
-                sec, err = _host_timed(fd, op, size, plans[op])
-                if err:
-                    return {"error": err}
-                out[op + "_runs"].append(gbps(size, sec))
-    finally:
-        os.close(fd)
+    for _round in range(max(1, rounds)):
+        for op in ("read", "write"):
+            sec, err = _host_timed(fd, op, size, plans[op])
+            if err:
+                return {"error": err}
+            out[op + "_runs"].append(gbps(size, sec))
     for op in ("read", "write"):
         out.update({op + "_gbps": max(out[op + "_runs"]), op + "_plan": plan_label(plans[op])})
     return out

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The cuFile probe child's protocol and ctypes layouts (libcuda, libcufile). PRIVATE.
+"""The cuFile probe child's protocol, ctypes layouts (libcuda, libcufile) and the probe file's
+private directory. PRIVATE.
 
 Part of the probe PROGRAM: ``_gds/probe_child.probe_source`` concatenates probe_nvml,
 probe_io, probe_lib, probe_tune and probe into the one source the child runs (``python -c``),
@@ -13,8 +14,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 
 SENTINEL = "@@GDS_PROBE@@"
+# the probe's private directory in a probe path: <prefix><module pid>.<random>, so a later run can
+# tell a dead run's leftovers by the pid (probe_child.remove_leftovers)
+PRIVATE_PREFIX = ".gds_facts_probe."
 PROTOCOL = 1
 BLOCK = 1 << 20
 HEADER = 16
@@ -39,6 +44,66 @@ def unbuffer_c_stdout():
         return libc
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def die_with_parent(parent):
+    """Have the kernel SIGKILL this process when the module that started it dies
+    (PR_SET_PDEATHSIG): no probe runs on after a SIGKILL of the module. ``parent``: the module's
+    pid, to catch a module that died before the call."""
+    try:
+        prctl = ctypes.CDLL(None).prctl
+        prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+        prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+    if parent and os.getppid() != parent:
+        os._exit(1)
+
+
+def private_dir(path, prefix):
+    """(name, descriptor) of a new directory under ``path`` that only this user can use:
+    mkdtemp, then opened without following a link and checked to be this user's own, so no
+    other user can put anything where the probe's file is created."""
+    import tempfile  # here: only a child that writes a probe file pays for importing it
+    try:
+        private = tempfile.mkdtemp(prefix=prefix, dir=path)
+        dfd = os.open(private, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise StepError({"step": "open", "kind": "os", "errno": exc.errno, "strerror": exc.strerror, "file": path})
+    st = os.fstat(dfd)
+    if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        os.close(dfd)
+        raise StepError({"step": "open", "kind": "os", "errno": 1, "file": private,
+                         "strerror": "not the private directory the probe made (mode %04o, owner %d)" % (
+                             stat.S_IMODE(st.st_mode), st.st_uid)})
+    return private, dfd
+
+
+def create_in(private, dfd, name):
+    """A new file ``name`` in the private directory ``dfd``, opened O_RDWR|O_DIRECT: the one
+    descriptor every step of the probe uses."""
+    try:
+        return os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_DIRECT", 0o40000),
+                       0o600, dir_fd=dfd)
+    except OSError as exc:
+        raise StepError({"step": "open", "kind": "os", "errno": exc.errno, "strerror": exc.strerror,
+                         "file": os.path.join(private, name)})
+
+
+def remove_private(private, dfd, name):
+    """Unlink ``name`` (already gone is fine) and remove the private directory; closes ``dfd``.
+    What cannot be removed here the module removes (probe_child.remove_leftovers)."""
+    try:
+        try:
+            os.unlink(name, dir_fd=dfd)
+        except FileNotFoundError:
+            pass
+        os.rmdir(private)
+        return {"removed": True}
+    except OSError as exc:
+        return {"removed": False, "remove_error": str(exc)}
+    finally:
+        os.close(dfd)
 
 
 class StepError(Exception):

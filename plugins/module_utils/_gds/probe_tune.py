@@ -130,26 +130,26 @@ class Transfers(object):
             return dict(PLAN_ONE_CALL)
         return dict(PLAN_ONE_CALL, threads=self.threads, task_mb=self.chunk // BLOCK)
 
-    def timed_plan(self, op, plan, name, fh, dptr):
-        """transfer() with the plan's buffer registration, and per-thread cuFile handles (own
-        O_DIRECT descriptors) when it asks for them."""
+    def timed_plan(self, op, plan, fd, fh, dptr):
+        """transfer() with the plan's buffer registration, and per-thread cuFile handles when it
+        asks for them: each on its own duplicate of ``fd`` (the probe's file is never reopened
+        by name)."""
         self.set_registered(plan.get("registered", True))
         if plan.get("handles") != "per_thread":
             return self.transfer(op, dptr, plan, [fh])
         opened = []
         try:
             for _i in range(len(plan_slices(self.size, plan))):
-                fd = os.open(name, os.O_RDWR | getattr(os, "O_DIRECT", 0o40000))
-                opened.append([fd, None])
-                opened[-1][1] = self.register_handle(fd)
+                opened.append([os.dup(fd), None])
+                opened[-1][1] = self.register_handle(opened[-1][0])
             return self.transfer(op, dptr, plan, [h for _fd, h in opened])
         finally:
-            for fd, handle in opened:
+            for dup, handle in opened:
                 if handle is not None:
                     self.cufile.cuFileHandleDeregister(handle)
-                os.close(fd)
+                os.close(dup)
 
-    def tune(self, path, name, fh):
+    def tune(self, path, fd, fh):
         """Throughput mode: every candidate plan once (write, then read), the FINALISTS best per
         direction measured again ``tune_reps`` times each and the best median taken (not the
         luckiest calibration run), a read with the chosen plan verified, the storage measured
@@ -166,7 +166,7 @@ class Transfers(object):
                 self.step("tune %s %s" % (row["label"], path))
                 try:
                     for op, direction in ops:
-                        row[direction + "_gbps"] = gbps(self.size, self.timed_plan(op, plan, name, fh, bufs[direction]))
+                        row[direction + "_gbps"] = gbps(self.size, self.timed_plan(op, plan, fd, fh, bufs[direction]))
                 except StepError as exc:
                     row["error"] = exc.info
                 out["candidates"].append(row)
@@ -177,7 +177,7 @@ class Transfers(object):
                 finalists = []
                 for plan in best_plans(out["candidates"], direction, FINALISTS):
                     self.step("tune %s finalist %s %s" % (direction, plan_label(plan), path))
-                    runs = [gbps(self.size, self.timed_plan(op, plan, name, fh, bufs[direction]))
+                    runs = [gbps(self.size, self.timed_plan(op, plan, fd, fh, bufs[direction]))
                             for _i in range(self.tune_reps)]
                     finalists.append({"plan": plan, "label": plan_label(plan), "runs": runs, "median": median(runs)})
                 if not finalists:
@@ -187,13 +187,13 @@ class Transfers(object):
                 out.update({direction + "_gbps": best["median"], direction + "_runs": best["runs"],
                             direction + "_plan": best["plan"], direction + "_label": best["label"],
                             direction + "_finalists": finalists})
-            self.timed_plan("cuFileRead", plans["read"], name, fh, bufs["read"])  # the verified read is the chosen plan's
+            self.timed_plan("cuFileRead", plans["read"], fd, fh, bufs["read"])  # the verified read is the chosen plan's
             self.step("tune verify %s" % path)
             out["verify"] = self.verify()
             if not out["verify"]["ok"]:
                 raise StepError(dict(out["verify"], step="tune verify", kind="verify"))
             self.step("tune host O_DIRECT %s" % path)
-            out["host_direct"] = host_direct(name, self.size, plans)
+            out["host_direct"] = host_direct(fd, self.size, plans)
             out["storage_ratio"] = dict((d, ratio(out[d + "_gbps"], out["host_direct"].get(d + "_gbps")))
                                         for d in ("write", "read"))
         except StepError as exc:

@@ -170,8 +170,8 @@ def test_probe_program_is_its_parts_joined_without_their_imports():
 
 
 def test_parse_output_without_result():
-    result, step, problem = child.parse_output("hello\n@@GDS_PROBE@@ step cuInit\n")
-    assert result is None and step == "cuInit" and problem == "no result line"
+    result, step, problem, version = child.parse_output("hello\n@@GDS_PROBE@@ version 1200\n@@GDS_PROBE@@ step cuInit\n")
+    assert result is None and step == "cuInit" and problem == "no result line" and version == 1200
     assert child.signal_name(-6) == "SIGABRT" and child.signal_name(0) is None
 
 
@@ -235,3 +235,45 @@ def test_throughput_mode_every_plan_of_a_16_cpu_host(tmp_path, libs):
     assert not [c for c in tuned["candidates"] if c.get("error")]
     assert [len(tuned[d + "_finalists"]) for d in ("write", "read")] == [3, 3]
     assert tuned["verify"]["ok"] is True and entry["removed"] is True and os.listdir(str(probe_dir)) == []
+
+
+def test_a_probe_path_that_does_not_exist_says_so_first(tmp_path, libs):
+    missing = str(tmp_path / "no-such-dir")
+    host, proc = standin.fake_host(str(tmp_path))
+    env = dict(os.environ, LD_LIBRARY_PATH=libs)
+    facts = gather(params(missing), HostPaths(root=host, proc_root=proc), Runner(standin.SubprocessModule(env)),
+                   environ=env, tmp_root=str(tmp_path), python=sys.executable)
+    assert facts["mode"] == "failed"
+    assert facts["reasons"] == ["preflight failed: probe_path %s does not exist or is not a directory" % missing]
+    assert not os.path.exists(missing)
+
+
+def test_the_loaded_librarys_version_survives_an_abort_of_the_probe(tmp_path, libs):
+    """libcufile 1.20 aborts on some configs in cuFileDriverOpen: the version it answered before
+    is what the facts' release is decided from (a wheel's libcufile.so.0 has none in its name)."""
+    facts, _dir = run(tmp_path, libs, mode="abort", extra_env={"GDS_STANDIN_CUFILE_VERSION": "1200"})
+    assert facts["probe"]["signal"] == "SIGABRT" and facts["libcufile"]["version"] is None
+    assert facts["libcufile"]["api_version"] == 1200
+
+
+def test_a_probe_directory_other_users_can_write_without_the_sticky_bit_is_refused(tmp_path, libs):
+    probe_dir = tmp_path / "data"
+    probe_dir.mkdir()
+    probe_dir.chmod(0o777)
+    facts, _dir = run(tmp_path, libs)
+    assert facts["mode"] == "failed" and facts["verified"] is False
+    assert facts["reasons"][0] == (
+        "preflight failed: probe_path %s (mode 0777) can be written by other users and has no sticky bit: another "
+        "user could replace the probe's file; probe a directory only root can write, or set its sticky bit" % probe_dir)
+    assert os.listdir(str(probe_dir)) == []
+
+
+def test_the_probe_file_lives_in_a_private_directory_and_is_unlinked_while_in_use(tmp_path, libs):
+    facts, probe_dir = run(tmp_path, libs, probe_throughput=True, probe_threads=0)
+    entry = facts["probe"]["paths"][0]
+    assert facts["verified"] is True and entry["tuned"].get("error") is None
+    private, name = os.path.split(entry["file"])
+    assert os.path.dirname(private) == str(probe_dir) and os.path.basename(private).startswith(
+        ".gds_facts_probe.%d." % os.getpid())
+    assert entry["unlinked_after"] == "cuFileHandleRegister" and entry["removed"] is True
+    assert os.listdir(str(probe_dir)) == [] and facts["probe"]["left_behind"] == []
