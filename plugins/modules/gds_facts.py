@@ -18,7 +18,9 @@ description:
   - With O(probe=true) it runs a real probe in a child process - GPU memory, a known pattern,
     C(cuFileDriverOpen), an C(O_DIRECT) file in each O(probe_path), C(cuFileHandleRegister),
     C(cuFileBufRegister), C(cuFileWrite), C(cuFileRead) into a second GPU buffer, a byte-for-byte
-    comparison, both directions timed; the file is always deregistered, closed and deleted.
+    comparison, both directions timed. The file lives in a private C(mkdtemp) directory, is used
+    through one descriptor and is unlinked once registered; nothing of it survives a timeout or a
+    kill (docs/gds_facts.md says exactly how).
   - The verdict C(gds.mode) says which data path was really used - V(gds) (through nvidia-fs,
     proven by the nvidia-fs Writes counter when C(rw_stats_enabled=1)), V(p2pdma), V(compat)
     (libcufile's POSIX path, with the reasons), V(unavailable) (no GPU, driver or libcufile; it says
@@ -40,8 +42,10 @@ options:
   probe:
     description:
       - Run the cuFile write/read probe. The probe writes a temporary file of O(probe_size_mb)
-        MiB in each O(probe_path) and deletes it; it runs in check mode too, because it leaves
-        the host as it found it. V(false) infers the mode from modules and cufile.json only.
+        MiB in each O(probe_path) and leaves nothing behind; it runs in check mode too, because it
+        leaves the host as it found it. V(false) infers the mode from modules and cufile.json only.
+      - A probe path that users other than its owner can write without the sticky bit is refused
+        (V(failed), naming the path and its mode) before anything is written.
     type: bool
     default: true
   probe_path:
@@ -251,7 +255,9 @@ ansible_facts:
               picked and skipped (with why), and whether it fell back to C(/var/tmp).
           type: dict
         probe:
-          description: The probe run - rc, signal, last step, per-path results and verdicts, timing, cufile.log lines.
+          description:
+            - The probe run - rc, signal, last step, per-path results and verdicts, timing, cufile.log lines,
+              and C(left_behind) (probe files or directories that could not be removed; normally empty).
           type: dict
         secure_boot:
           description: enabled, disabled or unknown.
