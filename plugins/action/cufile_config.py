@@ -19,14 +19,13 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import warm
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import (
     INTERNAL, failed, lint_plan, option, prepare)
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import PlainReferences
 
 MODULE = "gpudirect.storage.cufile_config"
 FORWARD = ("path", "cufile", "link_target", "reasons", "backup_file", "diff", "base", "base_release", "libcufile",
            "kept", "validation_note", "msg")
 
 
-class ActionModule(PlainReferences, ActionBase):
+class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
 

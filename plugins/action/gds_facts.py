@@ -9,7 +9,7 @@ The module stays usable without this step: when jsonschema or the validator cann
 imported, ``gds.cufile.validator`` says why and ``valid`` is null.
 
 As the task of role gds_verify, the action first checks the role's variables against the role's
-``meta/argument_specs.yml`` (``role_args.check``, as gds_plan does for every role), so a
+``meta/argument_specs.yml`` (``role_options.check``, as gds_plan does for the stage roles), so a
 playbook can turn Ansible's own check - a second task per host - off (verify.yml does) and an
 error still names the variable the user sets.
 """
@@ -18,16 +18,14 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, verdict_line, warm
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import PlainReferences
 
 MODULE = "gpudirect.storage.gds_facts"
-# the role whose task this module is (gds_verify), from the one role -> module mapping
-ROLE = next(role for role, (_option, module, _left_out) in role_args.STAGE_ROLES.items() if module == MODULE)
+ROLE = "gds_verify"  # the role whose one task this module is
 
 
-class ActionModule(PlainReferences, ActionBase):
+class ActionModule(ActionBase):
 
     _supports_check_mode = True
     _supports_async = False
@@ -36,8 +34,7 @@ class ActionModule(PlainReferences, ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         if self._role_name() == ROLE:
-            variables = task_vars or {}
-            errors = role_args.check(ROLE, self._templar.copy_with_new_env(available_variables=variables), variables, {})
+            errors = role_options.check(ROLE, role_options.role_values(self._templar, [ROLE], task_vars or {}))
             if errors:
                 return dict(result, failed=True, changed=False, msg=(
                     "the variables of role %s are invalid (its meta/argument_specs.yml): %s - nothing was run on the host"
@@ -60,4 +57,4 @@ class ActionModule(PlainReferences, ActionBase):
 # host: loading the validator and the role's files here once saves every host's worker from
 # doing it again.
 warm()
-role_args.warm((ROLE,))
+role_options.warm()

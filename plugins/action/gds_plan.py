@@ -19,11 +19,10 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict imp
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import argument_spec, host_options
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args as _role_args
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options as _role_options
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import resolved
 
 MODULE = "gpudirect.storage.gds_plan"
 STAGE_KEYS = ("changed", "failed", "msg", "actions", "reasons", "version", "installed_version", "reboot_required",
@@ -66,30 +65,25 @@ class ActionModule(ActionBase):
         if picked["select_from_variables"]:
             if roles:
                 raise AnsibleActionFail("roles and select_from_variables are mutually exclusive", obj=self._task.args)
-            selected, problem = _role_args.selection(self._templar, task_vars or {})
-            if problem:
-                return dict(result, failed=True, msg=problem)
+            selected = _role_options.selection(self._templar, task_vars or {})
             result["preflight_only"] = selected.pop("preflight_only")
             roles = selected.pop("roles")
             task_args = dict(selected, **task_args)
         filled = {}
         if roles:
-            # the roles' own argument checks and option mappings, in this one task (role_args.py):
-            # before the task's other options, which come from those variables (an error names them)
-            filled, problem = _role_args.from_roles(roles, self._templar, task_vars or {})
+            # the roles' variables checked and mapped to the stages' options (role_options.py), before
+            # the task's other options, which come from those variables (an error names them)
+            filled, problem = _role_options.from_roles(self._templar, roles, task_vars or {})
             if problem:
                 return dict(result, failed=True, msg=problem)
         args = self._validated(dict(filled, **task_args))
         warnings, problem = self._check_variables(task_vars or {}, args["unknown_variables"])
         if problem:
             return dict(result, failed=True, msg=problem, warnings=warnings)
-        problem = self._apply_environment(task_vars or {})
-        if problem:
-            return dict(result, failed=True, msg=problem, warnings=warnings)
         policy = None
         if args["preflight"] is not None:
             spec = dict((k, v) for k, v in preflight_spec().items() if k != "facts")
-            checked = ArgumentSpecValidator(spec).validate(_role_args.native_copy(dict(args["preflight"])))
+            checked = ArgumentSpecValidator(spec).validate(dict(args["preflight"]))
             if checked.error_messages:
                 raise AnsibleActionFail("preflight: " + "; ".join(checked.error_messages))
             policy = checked.validated_parameters
@@ -145,25 +139,10 @@ class ActionModule(ActionBase):
     def _validated(self, args, only=None):
         """``args`` checked against gds_plan's argument spec (``only`` these options), with its defaults."""
         spec = dict((k, v) for k, v in argument_spec().items() if only is None or k in only)
-        checked = ArgumentSpecValidator(spec).validate(_role_args.native_copy(args))  # untagged: cheap to copy
+        checked = ArgumentSpecValidator(spec).validate(args)
         if checked.error_messages:
             raise AnsibleActionFail("; ".join(checked.error_messages), obj=self._task.args)
         return checked.validated_parameters
-
-    def _apply_environment(self, task_vars):
-        """gds_environment made the environment of this task's module, under the task's own
-        (which wins); a failure message when it is no dictionary. site.yml's plan play has no
-        ``environment`` keyword: Ansible templates one in every host's worker before any action
-        runs (several ms per host); here a plain dictionary is read without Jinja."""
-        if task_vars.get("gds_environment") is None:
-            return None
-        env = resolved(task_vars["gds_environment"], self._templar)
-        if not isinstance(env, dict):
-            return ("gds_environment must be a dictionary (the environment of the modules on the GDS hosts), "
-                    "not %s - nothing was changed" % type(env).__name__)
-        own = self._task.environment
-        self._task.environment = [env] + (list(own) if isinstance(own, list) else [own] if own else [])
-        return None
 
     def _check_variables(self, task_vars, unknown_policy):
         """(warnings, failure message or None): our variables that nothing reads (typos), and
@@ -182,4 +161,4 @@ class ActionModule(ActionBase):
 
 warm()  # see plugins/action/gds_facts.py
 _role_vars.warm()
-_role_args.warm()
+_role_options.warm()

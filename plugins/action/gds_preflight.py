@@ -12,12 +12,11 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.task_args import PlainReferences
 
 FACTS_MODULE = "gpudirect.storage.gds_facts"
 
 
-class ActionModule(PlainReferences, ActionBase):
+class ActionModule(ActionBase):
 
     _supports_check_mode = True
     _supports_async = False

@@ -24,12 +24,9 @@ description:
     C(gds_serial), C(gds_max_fail_percentage) and C(gds_canary) set in the inventory rather than
     as extra vars are reported as warnings (Ansible reads them before any inventory variable).
   - Changes nothing on the host (the probe file is written and deleted, as gds_facts does).
-  - The host variable C(gds_environment) (a dictionary), when set, is the module's environment,
-    under the task's own (which wins); one that is not a dictionary fails the host before it is
-    touched. C(playbooks/site.yml)'s plan play has no C(environment) keyword for it.
-  - C(playbooks/site.yml) runs it once per host before the rolling batches with O(roles) - the stage
-    options come from the roles themselves, so the roles stay the one place of their defaults and
-    of the mapping of their variables to module options.
+  - C(playbooks/site.yml) runs it once per host before the rolling batches, in a play whose
+    C(environment) is C(gds_environment) like the other plays, with O(select_from_variables) - the
+    stage options come from the roles' variables and defaults.
 extends_documentation_fragment:
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.ACTIONGROUP_GDS
@@ -101,14 +98,14 @@ options:
   roles:
     description:
       - Roles of the collection whose variables this task reads, on the controller, before the host
-        is touched. Each role's variables are checked against its C(meta/argument_specs.yml) (entry
-        point C(main), the rules of Ansible's role argument validation; an error names the
-        variable), all roles before any failure is reported.
-      - For the stage roles, the stage option not given in the task is the role's own task in
-        C(tasks/main.yml) templated with the host's variables over the roles' defaults - V(mofed)
-        gives O(mofed), V(nvidia_fs) O(nvidia_fs), V(cufile) O(cufile), V(gds_preflight)
-        O(preflight) (less C(facts)), V(gds_verify) O(facts) and, from its C(require_mode) and
-        C(require_proven), O(require_mode) and O(require_proven). V(gds_plan) is only checked.
+        is touched. Each role's variables (the host's over the role's defaults) are checked against
+        its C(meta/argument_specs.yml) (entry point C(main), with Ansible's argument validator; an
+        error names the variable), all roles before any failure is reported.
+      - For the stage roles, the stage option not given in the task is built from the role's
+        variables as the role's own task passes them - V(mofed) gives O(mofed), V(nvidia_fs)
+        O(nvidia_fs), V(cufile) O(cufile), V(gds_preflight) O(preflight) (less C(facts)),
+        V(gds_verify) O(facts) and, from its C(require_mode) and C(require_proven), O(require_mode)
+        and O(require_proven). V(gds_plan) is only checked.
     type: list
     elements: str
     default: []
@@ -125,8 +122,8 @@ options:
         C(gds_verify_enabled) unless their tag is skipped. A preflight-only run
         (C(gds_plan_preflight_only), by default C(--tags preflight) without a stage or C(verify) tag)
         joins no group.
-      - The gds_plan role's variables are checked against its argument spec first; an error names
-        the variable.
+      - The gds_plan role's own variables are checked by Ansible when the role is imported (its
+        argument spec), not by this task.
       - Mutually exclusive with O(roles).
     type: bool
     default: false

@@ -182,14 +182,13 @@ def test_in_the_gds_verify_role_its_variables_are_checked_in_this_one_task():
 
 def test_importing_the_action_reads_the_verify_roles_files_before_the_workers_fork(monkeypatch):
     # each host's worker is a fork of the process that imported the action: the role's argument
-    # spec, defaults and task, parsed there once, are not parsed again per host
+    # spec and defaults, parsed there once, are not parsed again per host
     import importlib
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_args
-    monkeypatch.setattr(role_args, "_FILES", {})
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options
+    monkeypatch.setattr(role_options, "_FILES", {})
     importlib.reload(action)
-    assert list(role_args._FILES) == [action.ROLE] == ["gds_verify"]
-    options, _defaults, task_args = role_args._FILES["gds_verify"]
-    assert "gds_verify_probe" in options and task_args is not None
+    options, defaults = role_options._FILES[action.ROLE]
+    assert action.ROLE == "gds_verify" and "gds_verify_probe" in options and "gds_verify_probe" in defaults
 
 
 def test_a_hosts_result_is_handled_with_what_the_action_imported_before_the_workers_fork():
