@@ -1,15 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Parsers of what a host says about itself (/proc/modules, ofed_info, the NVIDIA driver version,
-os-release, the Secure Boot efivar), pure, and the two readers that ask the host through a runner
-(ofed_info, mok_enrolment): standard library only, and small on purpose - the
-read-only gds_facts path imports this instead of the package and kernel-module logic, because
-every module_utils file is compiled on the target at each run."""
+"""Parsers of what any host says about itself: /proc/modules, ``ofed_info -s``, the NVIDIA driver
+version, os-release. PRIVATE to the collection. Pure, except :func:`ofed_info`, which asks the
+host through a runner; small, so that the read-only gds_facts path need not import the package
+and kernel-module logic."""
 
 from __future__ import annotations
 
-import os
 import re
 
 
@@ -82,83 +80,3 @@ def parse_os_release(text):
             out[k.strip()] = v.strip().strip('"').strip("'")
     return {"id": out.get("ID", ""), "version_id": out.get("VERSION_ID", ""),
             "pretty": out.get("PRETTY_NAME", "")}
-
-
-# The one table of the operating systems GDS supports (GDS release notes; GPU Operator: GDS on
-# Ubuntu and RHCOS only), by os-release ID. ``versions`` match VERSION_ID in full or as its
-# prefix ("9" matches "9.4"); None accepts any. ``bare_metal``: the nvidia_fs module and the
-# gds_preflight checks; ``gpu_operator``: the operator's nvidia-fs-ctr on GPU nodes.
-GDS_SUPPORTED_OS = {
-    "ubuntu": {"name": "Ubuntu", "versions": ("22.04", "24.04"), "bare_metal": True, "gpu_operator": True},
-    "rhel": {"name": "RHEL", "versions": ("9",), "bare_metal": True, "gpu_operator": False},
-    "rocky": {"name": "Rocky Linux", "versions": ("9",), "bare_metal": True, "gpu_operator": False},
-    "almalinux": {"name": "AlmaLinux", "versions": ("9",), "bare_metal": True, "gpu_operator": False},
-    "rhcos": {"name": "RHCOS", "versions": None, "bare_metal": False, "gpu_operator": True},
-}
-
-
-def supported_os(where="bare_metal"):
-    """{os-release ID: versions (tuple, or None for any)} of the table for ``where``."""
-    return dict((os_id, entry["versions"]) for os_id, entry in GDS_SUPPORTED_OS.items() if entry[where])
-
-
-def os_supported(os_id, version_id, supported):
-    """Is ``os_id`` ``version_id`` in ``supported`` ({ID: versions or None})? IDs compare
-    case-insensitively (a user's table may say "Ubuntu")."""
-    wanted = dict((str(k).lower(), v) for k, v in (supported or {}).items())
-    if str(os_id or "").lower() not in wanted:
-        return False
-    versions = wanted[str(os_id).lower()]
-    vid = str(version_id or "")
-    return versions is None or any(vid == str(v) or vid.startswith(str(v) + ".") for v in versions)
-
-
-def supported_os_text(supported):
-    """"Ubuntu 22.04/24.04, RHEL 9, ..." for messages."""
-    names = dict((k, e["name"]) for k, e in GDS_SUPPORTED_OS.items())
-    return ", ".join("%s%s" % (names.get(str(k).lower(), k), "" if v is None else " " + "/".join(str(x) for x in v))
-                     for k, v in supported.items())
-
-
-DEFAULT_MOK_CERTS = ("/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.der")
-
-
-def secure_boot_problem(secure_boot, mok):
-    """Why Secure Boot would refuse the DKMS-built nvidia-fs.ko, or None. ``mok``: configured
-    (a key pair is set), cert, enrolled (of that cert: True/False/None = unknown),
-    default_enrolled (a DKMS default key is enrolled) - see mok_enrolment. Shared by the
-    nvidia_fs module and the gds_preflight checks."""
-    if not secure_boot:
-        return None
-    if not mok.get("configured") and not mok.get("default_enrolled"):
-        return ("Secure Boot is enabled and the DKMS-built nvidia-fs.ko would not be signed with an enrolled key, "
-                "so it would not load and GDS would silently fall back (gds-nvidia-fs #81). Set mok_key/mok_cert "
-                "to an enrolled MOK key pair.")
-    if mok.get("configured") and mok.get("enrolled") is False:
-        return ("Secure Boot is enabled but the MOK certificate %s is not enrolled; run 'mokutil --import %s' and "
-                "reboot to enroll it, then run again." % (mok.get("cert"), mok.get("cert")))
-    return None
-
-
-def mok_enrolment(runner, paths, cert):
-    """What ``mokutil --test-key`` says: {cert, enrolled (of ``cert``; None when unknown or no
-    cert), default_enrolled (a DKMS default key)}. Asks only where mokutil exists."""
-    out = {"cert": cert, "enrolled": None, "default_enrolled": False}
-    if not runner.which("mokutil"):
-        return out
-    if cert:
-        res = runner.run(["mokutil", "--test-key", cert], check=False)
-        out["enrolled"] = "is already enrolled" in (res.stdout + res.stderr)
-    for default in DEFAULT_MOK_CERTS:
-        if os.path.isfile(paths.under_root(default)):
-            res = runner.run(["mokutil", "--test-key", default], check=False)
-            if "is already enrolled" in (res.stdout + res.stderr):
-                out["default_enrolled"] = True
-    return out
-
-
-def secure_boot_state(raw):
-    """Contents of the SecureBoot efivar (4 attribute bytes + value) -> True/False/None."""
-    if raw is None or len(raw) < 5:
-        return None
-    return bytearray(raw)[4] == 1

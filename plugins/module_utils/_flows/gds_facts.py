@@ -12,7 +12,7 @@ import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import targets
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel.secure_boot import mok_enrolment
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as verdict_mod
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.collectors import Collector
 
@@ -171,7 +171,7 @@ def gather(params, paths, runner, environ=None, tmp_root=None, python=None):
         "warnings": [auto_warning] if auto_warning else [],
     }
     if facts["secure_boot"] == "enabled":  # would the DKMS-built nvidia-fs load? (gds_preflight asks)
-        facts["mok"] = _hostparse.mok_enrolment(runner, paths, params.get("mok_cert"))
+        facts["mok"] = mok_enrolment(runner, paths, params.get("mok_cert"))
     driver_evidence = nvidia["driver_loaded"] or libs["libcuda"] is not None
     want_probe = bool(params["probe"] and libs["libcufile"].get("path") and driver_evidence)
     # NVML is read in the child only when libnvidia-ml is on the library path: the child is a

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 def argument_spec():
     return dict(
-        supported_os=dict(type="dict"),  # None: _hostparse.GDS_SUPPORTED_OS (bare metal)
+        supported_os=dict(type="dict"),  # None: _common/os_policy.GDS_SUPPORTED_OS (bare metal)
         unsupported_os=dict(type="str", choices=["fail", "warn"], default="fail"),
         supported_architectures=dict(type="list", elements="str", default=["x86_64", "aarch64"]),
         min_free_mb=dict(type="int", default=2048),

@@ -14,7 +14,7 @@ import copy
 import os
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse, managed_file
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod, nvfs, ofed
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod, nvfs, ofed, secure_boot
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import select_version, split_spec
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
@@ -100,21 +100,21 @@ class NvidiaFs(object):
         res = self.runner.run(["modinfo", "-k", self.kver, "nvidia"], check=False)
         return nvfs.driver_from_modinfo(kmod.parse_modinfo(res.stdout)) if res.rc == 0 else None
 
-    def mok_facts(self, secure_boot):
+    def mok_facts(self, secure_boot_on):
         p = self.p
-        if not secure_boot:
+        if not secure_boot_on:
             return {"configured": bool(p["mok_key"]), "cert": p["mok_cert"], "enrolled": None, "default_enrolled": False}
-        return dict(nvfs.mok_enrolment(self.runner, self.paths, p["mok_cert"]), configured=bool(p["mok_key"]))
+        return dict(secure_boot.mok_enrolment(self.runner, self.paths, p["mok_cert"]), configured=bool(p["mok_key"]))
 
     def collect(self, installed, available):
         p = self.p
         headers = os.path.join(self.paths.lib_modules, self.kver, "build")
-        secure_boot = nvfs.collect_secure_boot(self.paths)
+        secure_boot_on = secure_boot.secure_boot_enabled(self.paths)
         ofed_info = hostparse.ofed_info(self.runner)
         facts = {
             "os": hostparse.parse_os_release(self.paths.read("os_release")), "arch": self.arch,
             "kernel": self.kver, "headers_path": headers, "headers_present": os.path.isdir(headers),
-            "driver": self.driver(), "secure_boot": secure_boot, "mok": self.mok_facts(secure_boot),
+            "driver": self.driver(), "secure_boot": secure_boot_on, "mok": self.mok_facts(secure_boot_on),
             "ofed_family": ofed.detect(installed, ofed_info)["family"],
             "ofed_info": ofed_info["raw"] if ofed_info else None,
             "extra_packages": [split_spec(s)[0] for s in p["extra_packages"]],

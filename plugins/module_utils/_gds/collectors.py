@@ -22,12 +22,11 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds import pars
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.targets import classify
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import (
     ofed_info, parse_os_release, parse_proc_modules)
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import secure_boot
 
 MODULES_OF_INTEREST = ("nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_fs", "nvidia_peermem", "nvme",
                        "nvme_core", "nvme_rdma", "nvme_fabrics", "ib_core", "ib_uverbs", "rdma_cm",
                        "rdma_ucm", "mlx5_core", "mlx5_ib")
-# EFI_GLOBAL_VARIABLE GUID 8be4df61-93ca-11d2-aa0d-00e098032b8c (UEFI spec).
-SECURE_BOOT_VAR = "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 MAX_CONFIG_BYTES = 256 * 1024
 STANDARD_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
                      "/usr/lib64", "/lib64", "/usr/lib", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib")
@@ -117,7 +116,7 @@ class Collector(object):
         return parse.parse_iommu(self.read("proc_cmdline", ""), count)
 
     def secure_boot(self):
-        path = os.path.join(self.paths.efivars, SECURE_BOOT_VAR)
+        path = os.path.join(self.paths.efivars, secure_boot.EFIVAR)
         try:
             with open(path, "rb") as f:
                 return parse.parse_secure_boot(f.read())

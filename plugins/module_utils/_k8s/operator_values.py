@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import os_policy
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import merge_values
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import gpu_candidates, node_os, os_text
 
@@ -34,8 +34,8 @@ KERNEL_MODULE_TYPE_CHART = (25, 3, 0)
 _YAML_SPECIAL = re.compile(r"^(?:y|n|yes|no|true|false|on|off|null|~|[-+]?(?:\d[\d_]*)?\.?\d+(?:[eE][-+]?\d+)?"
                            r"|0x[0-9a-fA-F]+|0o?[0-7]+|[-+]?\.(?:inf|nan))$", re.IGNORECASE)
 # NFD os_release ID -> supported VERSION_IDs (None: any): the GPU Operator column of the
-# collection's one OS table (_hostparse.GDS_SUPPORTED_OS)
-GDS_SUPPORTED_OS = _hostparse.supported_os("gpu_operator")
+# collection's one OS table (_common/os_policy.py)
+GDS_SUPPORTED_OS = os_policy.supported_os("gpu_operator")
 
 # option path -> chart value path
 OPTION_PATHS = (
@@ -148,7 +148,7 @@ def parse_gds_version(text):
 
 
 def os_supported(os_info):
-    return _hostparse.os_supported(os_info.get("id"), os_info.get("version_id"), GDS_SUPPORTED_OS)
+    return os_policy.os_supported(os_info.get("id"), os_info.get("version_id"), GDS_SUPPORTED_OS)
 
 
 def parse_chart_version(text):

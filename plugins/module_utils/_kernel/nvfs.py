@@ -24,19 +24,14 @@ import os
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import compare_versions, select_version, version_matches
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import secure_boot_state
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import os_policy
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel.secure_boot import secure_boot_problem
 
 OPEN_MODULE_REQUIRED_FROM = "2.17.5"
 # nvidia-fs series -> CUDA release it shipped with (the newest series wins for later CUDA).
 NVFS_CUDA = (("2.16", "12.2"), ("2.22", "12.6"), ("2.24", "12.8"), ("2.25", "12.9"),
              ("2.26", "13.0"), ("2.27", "13.1"), ("2.28", "13.2"), ("2.29", "13.3"))
 CUDA_MIN_DRIVER = {"12": "525.60.13", "13": "580.65.06"}
-# the OS table is _hostparse.GDS_SUPPORTED_OS and the Secure Boot check _hostparse.secure_boot_problem,
-# shared with gds_preflight (and the OS table with gpu_operator)
-mok_enrolment = hostparse.mok_enrolment
-secure_boot_problem = hostparse.secure_boot_problem
-SECURE_BOOT_EFIVAR = "SecureBoot-8be4df61-93ca-11d2-aa0d-e98c0c5b1c7b"
 
 
 class PreflightError(Exception):
@@ -165,11 +160,11 @@ UNSUPPORTED_OS_GOING_ON = "; going on because unsupported_os=warn"
 
 def unsupported_os(osr):
     """Why ``osr`` (parse_os_release) is outside the GDS OS table, or None when it is in it."""
-    table = hostparse.supported_os("bare_metal")
-    if hostparse.os_supported(osr.get("id"), osr.get("version_id"), table):
+    table = os_policy.supported_os("bare_metal")
+    if os_policy.os_supported(osr.get("id"), osr.get("version_id"), table):
         return None
     return "%s is not an OS GDS supports (%s)" % (osr.get("pretty") or osr.get("id") or "unknown OS",
-                                                  hostparse.supported_os_text(table))
+                                                  os_policy.supported_os_text(table))
 
 
 def rebuild_reasons(facts):
@@ -193,14 +188,6 @@ def rebuild_reasons(facts):
 
 
 # --------------------------------------------------------------------------- collectors
-def collect_secure_boot(paths):
-    try:
-        with open(os.path.join(paths.efivars, SECURE_BOOT_EFIVAR), "rb") as f:
-            return secure_boot_state(f.read())
-    except (IOError, OSError):
-        return None
-
-
 def mtime(path, ctime=False):
     try:
         st = os.stat(path)

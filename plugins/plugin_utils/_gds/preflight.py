@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import os_policy
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel.secure_boot import secure_boot_problem
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs as _nvfs
 
 # module option -> the inventory variable that sets it (roles/gds_preflight/tasks/main.yml); the
@@ -50,7 +51,7 @@ def _flow(value):
 def _os_supported(os_info, supported):
     """The collection's one table (or the user's, keyed by os-release ID; a distribution name such
     as "Ubuntu" matches too)."""
-    return any(_hostparse.os_supported(name, os_info.get("version_id"), supported)
+    return any(os_policy.os_supported(name, os_info.get("version_id"), supported)
                for name in (os_info.get("id"), os_info.get("distribution")) if name)
 
 
@@ -62,10 +63,10 @@ def _check_os(host, policy):
     os_info = host.get("os") or {}
     name = ("%s %s" % (os_info.get("distribution") or os_info.get("id") or "unknown OS",
                        os_info.get("version_id") or "")).strip()
-    supported = policy.get("supported_os") or _hostparse.supported_os("bare_metal")
+    supported = policy.get("supported_os") or os_policy.supported_os("bare_metal")
     if _os_supported(os_info, supported):
         return _row("os", "passed", "%s is supported" % name)
-    text = "%s is not a supported GDS host OS (%s: %s)" % (name, var("supported_os"), _hostparse.supported_os_text(supported))
+    text = "%s is not a supported GDS host OS (%s: %s)" % (name, var("supported_os"), os_policy.supported_os_text(supported))
     if policy["unsupported_os"] == "fail":
         return _row("os", "failed", "%s; %s to go on anyway (or %s: warn for the whole stack)"
                     % (text, setting("unsupported_os", "warn"), STACK_UNSUPPORTED_OS))
@@ -112,7 +113,7 @@ def _check_secure_boot(gds, policy):
         return _row("secure boot", "passed", "Secure Boot %s" % (state or "unknown"))
     # the nvidia_fs module's own check, over what the facts asked mokutil (gds.mok)
     mok = dict(gds.get("mok") or {}, configured=bool(policy.get("mok_key")))
-    problem = _hostparse.secure_boot_problem(True, mok)
+    problem = secure_boot_problem(True, mok)
     if not problem:
         return _row("secure boot", "passed", "Secure Boot enabled, the signing certificate is enrolled")
     problem = problem.replace("Set mok_key/mok_cert", "Set %s/%s" % (var("mok_key"), var("mok_cert")))

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs, secure_boot
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 OPEN = {"version": "580.95.05", "open": True}
@@ -132,16 +132,17 @@ def test_preflight_unsupported_os_warn_and_secure_boot_with_mok():
 @pytest.mark.parametrize("raw,state", [
     (b"\x06\x00\x00\x00\x01", True), (b"\x06\x00\x00\x00\x00", False), (None, None), (b"\x06", None)])
 def test_secure_boot_efivar(raw, state):
-    assert hostparse.secure_boot_state(raw) is state
+    assert secure_boot.secure_boot_state(raw) is state
 
 
 def test_collect_secure_boot_from_fake_efivars(tmp_path):
     from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
     ev = tmp_path / "sys/firmware/efi/efivars"
     ev.mkdir(parents=True)
-    (ev / nvfs.SECURE_BOOT_EFIVAR).write_bytes(b"\x06\x00\x00\x00\x01")
-    assert nvfs.collect_secure_boot(HostPaths(root=str(tmp_path), proc_root=str(tmp_path))) is True
-    assert nvfs.collect_secure_boot(HostPaths(root=str(tmp_path), proc_root=str(tmp_path / "x"))) is None
+    # the variable's name: SecureBoot and EFI_GLOBAL_VARIABLE's GUID (UEFI spec), as efivarfs shows it
+    (ev / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c").write_bytes(b"\x06\x00\x00\x00\x01")
+    assert secure_boot.secure_boot_enabled(HostPaths(root=str(tmp_path), proc_root=str(tmp_path))) is True
+    assert secure_boot.secure_boot_enabled(HostPaths(root=str(tmp_path), proc_root=str(tmp_path / "x"))) is None
 
 
 def test_os_release():

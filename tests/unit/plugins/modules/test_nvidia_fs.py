@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.modules import nvidia_fs
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel.nvfs import SECURE_BOOT_EFIVAR
+from ansible_collections.gpudirect.storage.plugins.module_utils._kernel.secure_boot import EFIVAR as SECURE_BOOT_EFIVAR
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import (
     KVER, PROPRIETARY_570, FakeHost)
 

@@ -141,13 +141,13 @@ def test_one_knob_spelling_for_unsupported_os():
 
 
 def test_one_os_table_decides_for_nvidia_fs_preflight_and_gpu_operator():
-    from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
+    from ansible_collections.gpudirect.storage.plugins.module_utils._common import os_policy
     from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import operator_values as _gpu_operator
     from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs as _nvfs
     cases = [("ubuntu", "24.04"), ("ubuntu", "20.04"), ("rhel", "9.4"), ("rocky", "9"), ("debian", "12"),
              ("rhcos", "4.16"), ("almalinux", "8.10")]
     for os_id, version in cases:
-        entry = _hostparse.GDS_SUPPORTED_OS.get(os_id) or {"versions": (), "bare_metal": False, "gpu_operator": False}
+        entry = os_policy.GDS_SUPPORTED_OS.get(os_id) or {"versions": (), "bare_metal": False, "gpu_operator": False}
         in_table = entry["versions"] is None or any(version == v or version.startswith(v + ".") for v in entry["versions"])
         bare = bool(entry["bare_metal"] and in_table)
         host = facts(host__os={"id": os_id, "version_id": version, "major": version.split(".", maxsplit=1)[0],
