@@ -294,6 +294,7 @@ class Probe(Transfers):
             fd = create_in(private, dfd, name)
             self.step("cuFileHandleRegister %s" % path)
             fh = handle = self.register_handle(fd)
+            self.register_spares(fd)  # libcufile opens the file again by name to register it
             os.unlink(name, dir_fd=dfd)  # from here on nothing of the probe stays on the disk, however it ends
             entry["unlinked_after"] = "cuFileHandleRegister"
             self.cu("cuMemsetD32_v2", self.bufs[1], 0x5A5AA5A5, self.size // 4)

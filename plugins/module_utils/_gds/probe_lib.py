@@ -81,10 +81,10 @@ def private_dir(path, prefix):
 
 def create_in(private, dfd, name):
     """A new file ``name`` in the private directory ``dfd``, opened O_RDWR|O_DIRECT: the one
-    descriptor every step of the probe uses."""
+    descriptor every step of the probe uses. O_CREAT|O_EXCL follows no link; no O_NOFOLLOW, which
+    cuFileHandleRegister refuses (CU_FILE_INVALID_FILE_OPEN_FLAG)."""
     try:
-        return os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_DIRECT", 0o40000),
-                       0o600, dir_fd=dfd)
+        return os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_DIRECT", 0o40000), 0o600, dir_fd=dfd)
     except OSError as exc:
         raise StepError({"step": "open", "kind": "os", "errno": exc.errno, "strerror": exc.strerror,
                          "file": os.path.join(private, name)})

@@ -78,8 +78,30 @@ class Transfers(object):
         return pools[count]
 
     def close_pools(self):
+        """The worker threads ended, the per-thread handles deregistered."""
         for pool in self.__dict__.pop("_pools", {}).values():
             pool.close()
+        for dup, handle in self.__dict__.pop("_spares", []):
+            if handle is not None:
+                self.cufile.cuFileHandleDeregister(handle)
+            os.close(dup)
+
+    def register_spares(self, fd):
+        """Throughput mode: the per-thread cuFile handles its plans may use, on duplicates of
+        ``fd``, registered while the file still has its name (libcufile opens it again by name
+        to register it: an unlinked file fails with CU_FILE_GETNEWFD_FAILED)."""
+        self.close_pools()
+        self._spare_error = None
+        if not self.throughput:
+            return
+        plans = candidate_plans(self.size, self.args.get("cpus") or os.cpu_count() or 1)
+        spares = self.__dict__.setdefault("_spares", [])
+        try:
+            for _i in range(max([p["threads"] for p in plans if p.get("handles") == "per_thread"] or [0])):
+                spares.append([os.dup(fd), None])
+                spares[-1][1] = self.register_handle(spares[-1][0])
+        except StepError as exc:
+            self._spare_error = exc.info
 
     def transfer(self, op, dptr, plan, handles):
         """Timed ``op`` (cuFileWrite/cuFileRead) of the whole buffer as ``plan`` splits it
@@ -130,24 +152,18 @@ class Transfers(object):
             return dict(PLAN_ONE_CALL)
         return dict(PLAN_ONE_CALL, threads=self.threads, task_mb=self.chunk // BLOCK)
 
-    def timed_plan(self, op, plan, fd, fh, dptr):
-        """transfer() with the plan's buffer registration, and per-thread cuFile handles when it
-        asks for them: each on its own duplicate of ``fd`` (the probe's file is never reopened
-        by name)."""
+    def timed_plan(self, op, plan, fh, dptr):
+        """transfer() with the plan's buffer registration, and the per-thread cuFile handles
+        (register_spares) when it asks for them."""
         self.set_registered(plan.get("registered", True))
         if plan.get("handles") != "per_thread":
             return self.transfer(op, dptr, plan, [fh])
-        opened = []
-        try:
-            for _i in range(len(plan_slices(self.size, plan))):
-                opened.append([os.dup(fd), None])
-                opened[-1][1] = self.register_handle(opened[-1][0])
-            return self.transfer(op, dptr, plan, [h for _fd, h in opened])
-        finally:
-            for dup, handle in opened:
-                if handle is not None:
-                    self.cufile.cuFileHandleDeregister(handle)
-                os.close(dup)
+        handles = [h for _dup, h in self.__dict__.get("_spares", []) if h is not None]
+        count = len(plan_slices(self.size, plan))
+        if len(handles) < count:
+            raise StepError(self._spare_error or {
+                "step": "cuFileHandleRegister", "kind": "tune", "message": "%d per-thread handles registered" % len(handles)})
+        return self.transfer(op, dptr, plan, handles[:count])
 
     def tune(self, path, fd, fh):
         """Throughput mode: every candidate plan once (write, then read), the FINALISTS best per
@@ -166,7 +182,7 @@ class Transfers(object):
                 self.step("tune %s %s" % (row["label"], path))
                 try:
                     for op, direction in ops:
-                        row[direction + "_gbps"] = gbps(self.size, self.timed_plan(op, plan, fd, fh, bufs[direction]))
+                        row[direction + "_gbps"] = gbps(self.size, self.timed_plan(op, plan, fh, bufs[direction]))
                 except StepError as exc:
                     row["error"] = exc.info
                 out["candidates"].append(row)
@@ -177,7 +193,7 @@ class Transfers(object):
                 finalists = []
                 for plan in best_plans(out["candidates"], direction, FINALISTS):
                     self.step("tune %s finalist %s %s" % (direction, plan_label(plan), path))
-                    runs = [gbps(self.size, self.timed_plan(op, plan, fd, fh, bufs[direction]))
+                    runs = [gbps(self.size, self.timed_plan(op, plan, fh, bufs[direction]))
                             for _i in range(self.tune_reps)]
                     finalists.append({"plan": plan, "label": plan_label(plan), "runs": runs, "median": median(runs)})
                 if not finalists:
@@ -187,7 +203,7 @@ class Transfers(object):
                 out.update({direction + "_gbps": best["median"], direction + "_runs": best["runs"],
                             direction + "_plan": best["plan"], direction + "_label": best["label"],
                             direction + "_finalists": finalists})
-            self.timed_plan("cuFileRead", plans["read"], fd, fh, bufs["read"])  # the verified read is the chosen plan's
+            self.timed_plan("cuFileRead", plans["read"], fh, bufs["read"])  # the verified read is the chosen plan's
             self.step("tune verify %s" % path)
             out["verify"] = self.verify()
             if not out["verify"]["ok"]:
