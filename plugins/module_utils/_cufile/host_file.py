@@ -17,6 +17,7 @@ import re
 import tempfile
 import time
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits import MAX_BYTES, read_capped, size_problem
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
     CufileSyntaxError, canonical, deep_merge, dumps, parse)
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import release_of
@@ -58,8 +59,9 @@ class FileState(object):
 
 
 def read_state(path):
-    """Read ``path`` (following a symlink for the content). A file that does not parse is kept
-    as ``error`` (a message with line and column), not raised."""
+    """Read ``path`` (following a symlink for the content). A file that does not parse, or is
+    over the size cap (its content then not kept), is kept as ``error`` (a message with line and
+    column, or the size), not raised."""
     state = FileState(path)
     if os.path.islink(path):
         state.is_link = True
@@ -71,8 +73,14 @@ def read_state(path):
         return state  # absent, or a dangling link
     state.exists = True
     with open(path, "rb") as f:
-        state.data = f.read()
-    state.checksum = hashlib.sha256(state.data).hexdigest()
+        data, size = read_capped(f)
+        stat = os.fstat(f.fileno())
+    state.checksum = hashlib.sha256(data).hexdigest()
+    if size > MAX_BYTES:  # the head, the size and the time of the last change identify it
+        state.checksum += ":%d:%d" % (size, stat.st_mtime_ns)
+        state.error = "%s: %s" % (path, size_problem(size))
+        return state
+    state.data = data
     try:
         state.document = parse(state.data).document
     except CufileSyntaxError as exc:
@@ -253,9 +261,12 @@ def host_path_facts(document, specs):
 
 
 def _read_text(path, what):
+    """The bytes of ``path`` (the option ``what`` names it); over the size cap it is refused."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data, size = read_capped(f)
     except (IOError, OSError) as exc:
         raise CufileConfigError("cannot read %s %s: %s" % (what, path, exc))
+    if size > MAX_BYTES:
+        raise CufileConfigError("%s %s: %s; nothing was written" % (what, path, size_problem(size)))
     return data

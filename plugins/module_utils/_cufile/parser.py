@@ -2,7 +2,6 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Read and write cufile.json the way libcufile 1.15 (jsoncpp) reads it. PRIVATE to the collection.
-
 Target-side code: standard library only, Python 3.8+.
 
 Accepted, as libcufile accepts them (docs/cufile.md, reference cufile-keys.md section 1):
@@ -13,7 +12,8 @@ wins, each one is reported in ``ParseResult.duplicates``).
 Rejected with :class:`CufileSyntaxError` (``.line``, ``.column``, ``.message``), as libcufile
 rejects them ("parsing error, invalid json config"): ``#`` comments, trailing commas, single
 quotes, a UTF-8 byte order mark, an empty file (also one holding only comments), an object or
-array that is never closed.
+array that is never closed. Also refused: a number longer than ``limits.MAX_NUMBER_CHARS`` and,
+before it is parsed, a text over ``limits.MAX_BYTES`` (:class:`CufileTooLarge`).
 
 Accepted but reported, because libcufile 1.15.1 accepts them (measured on the GPU host):
 content after the root value (``{} }``, ``{} x``, a second document: jsoncpp stops reading after
@@ -28,11 +28,13 @@ import copy
 import json
 import re
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits import (
+    MAX_BYTES, MAX_NUMBER_CHARS, brief, size_problem)
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.tokens import (
-    line_starts, number_at, string_chunk_end, word_end)
+    line_starts, number_at, word_end)
 
 MAX_DEPTH = 256
-_PLAIN_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"  # compiled (and kept by re) when first used: in messages
+_PLAIN_KEY = r"^[A-Za-z_][A-Za-z0-9_]*\Z"  # compiled (and kept by re) when first used: in messages
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _BOM = u"\ufeff"
 
@@ -45,6 +47,10 @@ class CufileSyntaxError(ValueError):
         self.line = line
         self.column = column
         super(CufileSyntaxError, self).__init__("line %d column %d: %s" % (line, column, message))
+
+
+class CufileTooLarge(CufileSyntaxError):
+    """The text is over ``limits.MAX_BYTES``: refused before it is parsed."""
 
 
 class ParseResult(object):
@@ -159,6 +165,9 @@ class _Parser(object):
             if not found:
                 self.fail("invalid number")
             raw = self.text[self.i:found[0]]
+            if len(raw) > MAX_NUMBER_CHARS:
+                self.fail("number too long at %s: %d characters (at most %d are read)"
+                          % (brief(format_path(path)), len(raw), MAX_NUMBER_CHARS))
             self.i = found[0]
             return float(raw) if found[1] else int(raw)
         if c == "":
@@ -170,24 +179,26 @@ class _Parser(object):
             if word in literals:
                 self.i = end
                 return literals[word]
-            self.fail("unexpected token %r (JSON literals are true, false and null, all lower case)" % word)
+            self.fail("unexpected token %r (JSON literals are true, false and null, all lower case)" % brief(word))
         self.fail("unexpected character %r" % c)
 
     def string(self):
         open_at = self.i
         self.i += 1
         text, parts = self.text, []
+        quote = -1  # the next '"': found once, not again for every escape before it
         while True:
-            end = string_chunk_end(text, self.i)
+            if quote < self.i:
+                quote = text.find('"', self.i)
+                if quote < 0:
+                    self.fail("unterminated string", open_at)
+            slash = text.find("\\", self.i, quote)
+            end = quote if slash < 0 else slash
             parts.append(text[self.i:end])
             self.i = end
-            if self.i >= self.n:
-                self.fail("unterminated string", open_at)
-            c = text[self.i]
-            if c == '"':
+            if slash < 0:
                 self.i += 1
                 return "".join(parts)
-            # backslash escape
             esc = text[self.i + 1] if self.i + 1 < self.n else ""
             if esc in _ESCAPES:
                 parts.append(_ESCAPES[esc])
@@ -240,7 +251,7 @@ class _Parser(object):
             key = self.string()
             self.skip()
             if self.peek() != ":":
-                self.fail("expected ':' after key %s" % json.dumps(key))
+                self.fail("expected ':' after key %s" % brief(json.dumps(key)))
             self.i += 1
             child = path + (key,)
             if key in result:
@@ -248,14 +259,19 @@ class _Parser(object):
                 line, col = self.where(key_at)
                 self.duplicates.append({"path": child, "line": line, "column": col,
                                         "first_line": first[0], "first_column": first[1]})
-                for stale in [p for p in self.positions if p[:len(child)] == child]:
-                    del self.positions[stale]
-                for stale in [p for p in self.key_positions if p[:len(child)] == child]:
-                    del self.key_positions[stale]
+                self.forget(child, result[key])
             self.key_positions[child] = self.where(key_at)
             result[key] = self.value(child, depth + 1)
-            if self.closes("{", "}", open_at, "after the value of %s" % json.dumps(key)):
+            if self.closes("{", "}", open_at, "after the value of %s" % brief(json.dumps(key))):
                 return result
+
+    def forget(self, path, value):
+        """Drop the positions of ``value``, which a later duplicate key replaces (at its own size's cost)."""
+        self.positions.pop(path, None)
+        self.key_positions.pop(path, None)
+        members = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, member in members:
+            self.forget(path + (key,), member)
 
     def closes(self, opener, closer, open_at, context):
         """After an item of an object or array: True when ``closer`` ends the container,
@@ -308,9 +324,12 @@ class _Parser(object):
         return doc
 
 
-def _decode(data):
+def _decode(data, limit):
     """(text, invalid_utf8). Bytes that are not UTF-8 are kept (surrogateescape): jsoncpp does
     not check the encoding."""
+    problem = size_problem(len(data), limit)
+    if problem:
+        raise CufileTooLarge(problem, 1, 1)
     if isinstance(data, bytes):
         if data.startswith(b"\xef\xbb\xbf"):
             raise CufileSyntaxError("UTF-8 byte order mark at the start of the file (libcufile rejects the file)", 1, 1)
@@ -326,10 +345,10 @@ def _decode(data):
     return data, None
 
 
-def parse(data):
-    """Parse cufile.json text (str or bytes). Returns a :class:`ParseResult`;
-    raises :class:`CufileSyntaxError`."""
-    text, invalid = _decode(data)
+def parse(data, limit=MAX_BYTES):
+    """Parse cufile.json text (str or bytes) of at most ``limit`` bytes (characters for str).
+    Returns a :class:`ParseResult`; raises :class:`CufileSyntaxError`."""
+    text, invalid = _decode(data, limit)
     parser = _Parser(text)
     doc = parser.document()
     return ParseResult(doc, parser.duplicates, parser.positions, parser.key_positions, parser.trailing, invalid)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The tokens of the cufile.json reader (parser.py): numbers, words, string runs and line starts,
+"""The tokens of the cufile.json reader (parser.py): numbers, words and line starts,
 scanned with str methods. PRIVATE to the collection. Pure, standard library only; like the
 parser it imports nothing from outside _cufile (bin/cufile-lint runs with the _cufile rooms
 alone), hence its own run_end beside _common.hostparse's scanners."""
@@ -46,12 +46,6 @@ def word_end(text, start):
     if start < len(text) and text[start] in _WORD_FIRST:
         return run_end(text, start + 1, _WORD_CHARS)
     return None
-
-
-def string_chunk_end(text, start):
-    """Where the characters of a string up to its next quote or backslash end."""
-    ends = [i for i in (text.find('"', start), text.find("\\", start)) if i >= 0]
-    return min(ends) if ends else len(text)
 
 
 def line_starts(text):

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
-    CufileSyntaxError, canonical, deep_merge, dumps, format_path, loads, parse)
+    CufileSyntaxError, CufileTooLarge, canonical, deep_merge, dumps, format_path, loads, parse)
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import tokens
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits import MAX_BYTES
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "cufile")
@@ -215,6 +216,7 @@ def test_canonical_is_type_exact():
     (("denylist", "drivers", 0), "denylist.drivers[0]"),
     (("fs", "lustre", "mount_table", "/mnt/a", "rdma_dev_addr_list", 1), 'fs.lustre.mount_table["/mnt/a"].rdma_dev_addr_list[1]'),
     (("has.dot",), '["has.dot"]'),
+    (("logging", "A\n"), 'logging["A\\n"]'),
 ])
 def test_format_path(path, text):
     assert format_path(path) == text
@@ -279,18 +281,16 @@ def _token_texts(seed, count=3000):
         yield "".join(rng.choice(_TOKEN_PIECES) for _piece in range(rng.randint(1, 7)))
 
 
-def test_number_word_and_string_scans_end_where_their_patterns_ended():
+def test_number_and_word_scans_end_where_their_patterns_ended():
     number = re.compile(r"-?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
     word = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-    chunk = re.compile(r'[^"\\]*')
     differ = []
     for text in _token_texts("tokens"):
         for start in range(len(text) + 1):
             m = number.match(text, start)
             want = (m.end(), bool(m.group(1) or m.group(2))) if m else None
             m = word.match(text, start)
-            if (tokens.number_at(text, start) != want or tokens.word_end(text, start) != (m.end() if m else None)
-                    or tokens.string_chunk_end(text, start) != chunk.match(text, start).end()):
+            if tokens.number_at(text, start) != want or tokens.word_end(text, start) != (m.end() if m else None):
                 differ.append((text, start))
     assert differ == []
 
@@ -298,3 +298,43 @@ def test_number_word_and_string_scans_end_where_their_patterns_ended():
 def test_line_starts_are_where_the_lines_start():
     for text in ["", "a", "\n", "a\nb", "a\n\nb\n", "\r\n\n"]:
         assert tokens.line_starts(text) == [0] + [m.end() for m in re.finditer("\n", text)]
+
+
+def test_a_text_over_the_size_cap_is_refused_before_it_is_parsed():
+    for data in (b" " * MAX_BYTES + b"{}", " " * MAX_BYTES + "{}"):
+        with pytest.raises(CufileTooLarge) as caught:
+            parse(data)
+        assert "%d bytes, more than the 1 MiB" % (MAX_BYTES + 2) in caught.value.message
+    assert parse(b" " * (MAX_BYTES - 2) + b"{}").document == {}
+    assert parse(b" " * MAX_BYTES + b"{}", limit=None).document == {}
+
+
+def test_a_number_too_long_is_a_syntax_error_at_its_position():
+    with pytest.raises(CufileSyntaxError) as caught:
+        parse('{\n  "properties": {"io_batchsize": %s}}' % ("9" * 5000))
+    error = caught.value
+    assert (error.line, error.column) == (2, 34)
+    assert error.message == "number too long at properties.io_batchsize: 5000 characters (at most 400 are read)"
+    assert parse("[%s]" % ("1" * 400)).document == [int("1" * 400)]
+
+
+def test_messages_cut_what_the_input_holds():
+    with pytest.raises(CufileSyntaxError) as caught:
+        parse('{"%s" 1}' % ("k" * 100000))
+    assert len(caught.value.message) < 200
+    with pytest.raises(CufileSyntaxError) as caught:
+        parse("[%s]" % ("x" * 100000))
+    assert len(caught.value.message) < 200
+
+
+def test_a_replaced_duplicate_leaves_no_positions_behind():
+    parsed = parse('{"a": {"b": [1, {"c": 2}]},\n "a": 3}')
+    assert parsed.document == {"a": 3}
+    assert sorted(parsed.positions) == [(), ("a",)] and parsed.position(("a", "b", 1, "c")) == (2, 2)
+
+
+def test_strings_with_many_escapes_and_quotes_parse():
+    value = '\\"' * 1000 + "a\\nb" + '\\u00e9' * 3
+    assert parse('["%s", "x"]' % value).document == ['"' * 1000 + "a\nb" + "\u00e9" * 3, "x"]
+    with pytest.raises(CufileSyntaxError, match="unterminated string"):
+        parse('["abc\\"]')
