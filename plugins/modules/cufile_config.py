@@ -68,6 +68,8 @@ options:
       - Keys to set, as nested sections (a C(properties) dictionary holding C(io_batchsize), and so on),
         deep-merged over the base document or O(src). Objects merge key by key; arrays and scalars replace the base value.
       - A V(null) value removes the key from the result, so libcufile falls back to its built-in default.
+      - At most 1 MiB written as JSON, as any cufile.json text the module reads (O(src), the file at O(path),
+        O(env_path_json)); a bigger one is refused before it is parsed, naming the option.
     type: dict
   base:
     description:
@@ -84,7 +86,7 @@ options:
     description:
       - A complete cufile.json (comments allowed) to validate and install, on the controller (looked up
         like other C(files/) sources) or, with O(remote_src=true), on the target. O(settings) are merged
-        over it.
+        over it. At most 1 MiB.
     type: path
   remote_src:
     description: O(src) is a path on the target host.
@@ -227,6 +229,9 @@ findings:
       C(path) (JSON path such as C(properties.io_batchsize)), C(value), C(severity) (error or warning),
       C(effect) (what libcufile does with it - ignored, load_fails, aborts or accepted), C(message),
       C(suggestion) (the real key for an unknown one), C(line), C(column), C(code) and C(source).
+    - At most 50 findings, errors first; a last one with C(code=more-findings) counts the others (its C(value)
+      holds the counts, keyed C(error) and C(warning)). A C(value) longer than 200 characters as JSON is returned
+      as cut JSON text.
   returned: always
   type: list
   elements: dict

@@ -7,13 +7,17 @@ touched), and validate the document the module planned (and its ``env_path_json`
 
 from __future__ import annotations
 
+import json
+
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits import read_capped, size_problem
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import argument_spec, shipped_refusal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import available_versions, load_schema
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import Finding, LintResult, error_count
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
     jsonschema_available, lint_document, lint_merged, lint_text)
 
@@ -26,12 +30,13 @@ def option(args, name):
 
 
 def summarize(findings, path, limit=20):
-    """One failure message: the count and one line per error."""
-    errors = [f for f in findings if f.severity == "error"]
-    lines = ["%s: %d error%s, nothing was written:" % (path, len(errors), "" if len(errors) == 1 else "s")]
+    """One failure message: the count and one line per error (of the first ``limit``)."""
+    errors = [f for f in findings if f.severity == "error" and f.code != "more-findings"]
+    count = error_count(findings)
+    lines = ["%s: %d error%s, nothing was written:" % (path, count, "" if count == 1 else "s")]
     lines += ["  - " + (("%s: " % f.source) if f.source and f.source != path else "") + f.message for f in errors[:limit]]
-    if len(errors) > limit:
-        lines.append("  - ... and %d more (see findings)" % (len(errors) - limit))
+    if count > limit:
+        lines.append("  - ... and %d more (see findings)" % (count - min(limit, len(errors))))
     return "\n".join(lines)
 
 
@@ -64,19 +69,32 @@ def prepare(args, find_needle):
         refusal = shipped_refusal(args.get("base"), args.get("src"), version) if version != "auto" else None
         if refusal:  # with auto, the host's release is known after the plan: the module refuses there
             return None, None, None, {"failed": True, "msg": refusal}
+        too_big = settings_problem(args.get("settings"))
+        if too_big:
+            return None, None, None, {"failed": True, "msg": "settings: %s; nothing was written" % too_big}
         src = args.get("src")
         if src and not boolean(option(args, "remote_src"), strict=False):
             try:
                 with open(find_needle("files", src), "rb") as f:
-                    data = f.read()
+                    data, size = read_capped(f)
             except (AnsibleError, IOError, OSError) as exc:
                 return None, None, None, {"failed": True, "msg": "src %s: %s" % (src, to_text(exc))}
+            if size_problem(size):
+                return None, None, None, {"failed": True, "msg": "src %s: %s; nothing was written" % (src, size_problem(size))}
             early = lint_text(data, source=src, version=_newest() if version == "auto" else version)
             if early.document is None:  # does not parse: nothing to send
                 return None, None, None, failed(early.findings, src)
             src_text = to_text(data, errors="surrogate_or_strict")
             internal["src_text"] = src_text
     return dict(args, **{INTERNAL: internal}), src_text, version, None
+
+
+def settings_problem(settings):
+    """Why ``settings`` are refused for their size (as JSON text), or None."""
+    try:
+        return size_problem(len(json.dumps(settings or {}, separators=(",", ":"))))
+    except (TypeError, ValueError):
+        return None  # the module says what JSON cannot write
 
 
 def _newest():
@@ -89,6 +107,12 @@ def lint_plan(plan, args, src_text, version):
     release the plan chose (the host's). A kept file (no cufile option set) is validated as it is;
     None when there is nothing to validate (no file kept, no env file)."""
     version = (plan.get("libcufile") or {}).get("release") or (None if plan.get("kept") else version)
+    if plan.get("kept") and plan.get("current_error") and not plan.get("current_text"):  # e.g. too big to read
+        path = option(args, "path")
+        error = plan["current_error"]
+        error = error[len(path) + 2:] if error.startswith(path + ": ") else error
+        return LintResult([Finding("$", None, "error", None, "$: %s; not checked." % error, line=1, column=1,
+                                   code="unreadable", source=path)], None, path)
     if plan.get("kept"):
         if version is None or (plan.get("current_text") is None and not args.get("env_path_json")):
             return None

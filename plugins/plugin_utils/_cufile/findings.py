@@ -13,6 +13,9 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases
     RELEASES, SHIPPED_RELEASE, config_error_code, known_releases, release_of)
 
 EFFECTS = ("ignored", "load_fails", "aborts", "crashes", "accepted")
+# Findings a result lists (errors first); the others are counted in one "more-findings" finding.
+MAX_FINDINGS = 50
+MAX_VALUE_CHARS = 200  # a finding's value longer than this as JSON is returned as cut JSON text
 
 EFFECT_TEXT = {
     "ignored": "libcufile %s ignores it silently, so it has no effect",
@@ -37,6 +40,8 @@ def json_type(value):
 
 def show(value, limit=80):
     """Compact JSON text of a value for messages."""
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
@@ -101,7 +106,10 @@ class Finding(object):
         return self.severity == "error"
 
     def as_dict(self):
-        return dict((name, getattr(self, name)) for name in self.__slots__)
+        out = dict((name, getattr(self, name)) for name in self.__slots__)
+        if self.code != "more-findings" and len(show(self.value, MAX_VALUE_CHARS + 1)) > MAX_VALUE_CHARS:
+            out["value"] = show(self.value, MAX_VALUE_CHARS)
+        return out
 
     def location(self):
         where = self.source or ""
@@ -154,15 +162,46 @@ class LintResult(object):
         return "LintResult(ok=%s, errors=%d, warnings=%d)" % (self.ok, len(self.errors), len(self.warnings))
 
 
-def sort_findings(findings):
-    """Errors and warnings in file order (unlocated ones by path), duplicates dropped."""
+def more_findings(counts, source=None):
+    """The finding that stands for ``counts`` ({"error": n, "warning": m}) findings not listed;
+    its ``value`` holds the counts. None when there are none."""
+    if not any(counts.values()):
+        return None
+    parts = ["%d more %s%s" % (n, severity, "" if n == 1 else "s") for severity, n in sorted(counts.items()) if n]
+    return Finding("$", dict(counts), "error" if counts.get("error") else "warning", None,
+                   "$: %s not listed (the first %d findings are)." % (" and ".join(parts), MAX_FINDINGS),
+                   code="more-findings", source=source)
+
+
+def error_count(findings):
+    """Errors among ``findings``, those a "more-findings" finding stands for included."""
+    return sum(f.value.get("error", 0) if f.code == "more-findings" else 1 for f in findings if f.is_error)
+
+
+def sort_findings(findings, unlisted=None, source=None):
+    """Errors and warnings in file order (unlocated ones by path), duplicates dropped, at most
+    MAX_FINDINGS (errors first); the rest, with ``unlisted`` ({"error": n, ...}, findings never
+    made) and those earlier "more-findings" findings stood for, are counted in one last finding."""
     seen = set()
+    counts = dict(unlisted or {})
     out = []
     for f in findings:
         key = (f.source, f.path, f.code, f.message)
+        if f.code == "more-findings":
+            for severity, n in f.value.items():
+                counts[severity] = counts.get(severity, 0) + n
+            continue
         if key in seen:
             continue
         seen.add(key)
         out.append(f)
+    errors = [f for f in out if f.is_error]
+    others = [f for f in out if not f.is_error]
+    room = max(0, MAX_FINDINGS - len(errors))
+    listed = errors[:MAX_FINDINGS] + others[:room]
+    for f in errors[MAX_FINDINGS:] + others[room:]:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
     big = float("inf")
-    return sorted(out, key=lambda f: (str(f.source or ""), f.line if f.line else big, f.column or 0, f.path))
+    listed = sorted(listed, key=lambda f: (str(f.source or ""), f.line if f.line else big, f.column or 0, f.path))
+    more = more_findings(counts, source)
+    return listed + [more] if more else listed

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits import brief
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import format_path
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import load_schema
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
-    Finding, effect_text, is_int as _is_int, json_type, path_checker as _path_checker, printable as _printable,
-    show)
+    MAX_FINDINGS, Finding, effect_text, is_int as _is_int, json_type, path_checker as _path_checker,
+    printable as _printable, show)
 
 DROP = object()  # what a pass returns for a value libcufile treats as not set
 
@@ -45,16 +46,24 @@ class Linter(object):
         self.check = _path_checker(check_paths)
         self.host = host or {}
         self.findings = []
+        self.listed = {}         # severity -> findings made; past MAX_FINDINGS they are only counted:
+        self.unlisted = {}       # severity -> findings counted, not made
         self.handled = set()     # paths with a finding that supersedes jsonschema's
         self.originals = {}      # path -> value before integer coercion
-        self.error_paths = set()
+        self.error_paths = set()  # every path at or above an error
 
     # -- findings ----------------------------------------------------------------------------
     def add(self, path, value, code, effect, problem, fix=None, note=None, severity=None, suggestion=None, raw=False,
             where=None):
         if severity is None:
             severity = "warning" if effect == "accepted" else "error"
-        dotted = format_path(path)
+        if severity == "error":
+            self.error_paths.update(tuple(path[:i]) for i in range(len(path) + 1))
+        if self.full(severity):
+            self.unlisted[severity] = self.unlisted.get(severity, 0) + 1
+            return
+        self.listed[severity] = self.listed.get(severity, 0) + 1
+        dotted = brief(format_path(path), 200)
         if raw:
             message = "%s: %s" % (dotted, problem)
         else:
@@ -72,8 +81,10 @@ class Linter(object):
             message += "."
         message, dotted = _printable(message), _printable(dotted)
         self.findings.append(Finding(dotted, value, severity, effect, message, suggestion, line, column, code, self.source))
-        if severity == "error":
-            self.error_paths.add(tuple(path))
+
+    def full(self, severity):
+        """Are MAX_FINDINGS findings of ``severity`` made? (More are only counted.)"""
+        return self.listed.get(severity, 0) >= MAX_FINDINGS
 
     # -- pass 1: what jsonschema cannot see (null, newer keys, unknown keys, lenient ints, paths)
     def walk(self, value, node, path, in_array=False):
@@ -148,8 +159,11 @@ class Linter(object):
         return out
 
     def unknown_key(self, path, value, parent):
-        suggestion, note = self.schema.suggest(path, self.version)
         effect = parent.get("x-effects", {}).get("additionalProperties", "ignored")
+        if self.full("error"):  # only counted: no suggestion to look for, no message to make
+            self.add(path, value, "unknown-key", effect, None, severity="error")
+            return
+        suggestion, note = self.schema.suggest(path, self.version)
         where = format_path(path[:-1])
         problem = "unknown key%s (value %s)" % (" at the top level" if where == "$" else " in " + where, show(value, 40))
         fix = ("did you mean %s?" % suggestion) if suggestion else "remove it"

@@ -47,11 +47,7 @@ def _path(dotted):
 
 def _blocked(linter, *dotted):
     """A rule is skipped when one of its inputs already has an error (no cascades)."""
-    for d in dotted:
-        p = _path(d)
-        if any(e[:len(p)] == p for e in linter.error_paths):
-            return True
-    return False
+    return any(_path(d) in linter.error_paths for d in dotted)
 
 
 def _origin(doc, dotted):

@@ -29,7 +29,7 @@ the cross-field rules are ``rules``; a finding and its result are ``findings``.
 from __future__ import annotations
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
-    CufileSyntaxError, deep_merge, parse)
+    CufileSyntaxError, CufileTooLarge, deep_merge, parse)
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import (
     DEFAULT_VERSION, load_schema)
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
@@ -86,14 +86,14 @@ def _lint(doc, source, version, positions=None, check_paths=None, host=None, rul
         linter.add((), doc, "root-unset", "accepted", "the root is %s" % show(doc),
                    note="it treats it as 'not set' and uses its built-in defaults", fix="write an object ({...})",
                    severity="warning")
-        return LintResult(sort_findings(linter.findings), doc, source)
+        return LintResult(sort_findings(linter.findings, linter.unlisted, source), doc, source)
     cleaned = linter.walk(doc, root, ())
     if cleaned is DROP:
         cleaned = {}
     linter.run_jsonschema(cleaned)
     if rules and isinstance(cleaned, dict):
         evaluate_rules(linter, cleaned)
-    return LintResult(sort_findings(linter.findings), doc, source)
+    return LintResult(sort_findings(linter.findings, linter.unlisted, source), doc, source)
 
 
 def lint_document(doc, source=None, version=DEFAULT_VERSION, check_paths=None, host=None, rules=True):
@@ -103,9 +103,14 @@ def lint_document(doc, source=None, version=DEFAULT_VERSION, check_paths=None, h
 
 def lint_text(text, source="<string>", version=DEFAULT_VERSION, check_paths=None, host=None, rules=True):
     """Parse ``text`` (str or bytes) as libcufile does and validate it. Never raises for bad input:
-    a syntax error is a finding (path ``$``, line and column set) and ``document`` is None."""
+    a syntax error or a text over the size cap is a finding (path ``$``, line and column set) and
+    ``document`` is None."""
     try:
         parsed = parse(text)
+    except CufileTooLarge as exc:
+        finding = Finding("$", None, "error", None, "$: %s; not checked." % exc.message, None, 1, 1,
+                          "too-large", source)
+        return LintResult([finding], None, source)
     except CufileSyntaxError as exc:
         message = ("$: JSON syntax error at line %d column %d: %s; libcufile %s prints 'parsing error, invalid json config' "
                    "and refuses to load the config (cuFileDriverOpen returns -22)."
@@ -142,9 +147,9 @@ def lint_merged(etc_text_or_doc, env_text_or_doc, etc_source="/etc/cufile.json",
                                 "$: no %s file; libcufile %s silently uses %s alone." % (env_source, load_schema(version).version, etc_source),
                                 code="env-missing", source=env_source))
     if DROP in docs:
-        return LintResult(sort_findings(findings), None, "merged")
+        return LintResult(sort_findings(findings, source="merged"), None, "merged")
     merged = deep_merge(docs[0] if isinstance(docs[0], dict) else {}, docs[1], null_deletes=False)
     seen = set((f.path, f.code) for f in findings)
     merged_result = lint_document(merged, "merged", version, check_paths, host, rules=True)
     findings.extend(f for f in merged_result.findings if (f.path, f.code) not in seen)
-    return LintResult(sort_findings(findings), merged, "merged")
+    return LintResult(sort_findings(findings, source="merged"), merged, "merged")

@@ -385,3 +385,35 @@ def test_one_consistent_suggestion_for_a_value_out_of_range_or_not_aligned(value
                 if f.path == "properties.max_direct_io_size_kb"]
     assert len(findings) == 1, [f.message for f in findings]
     assert findings[0].message.endswith(fix + "."), findings[0].message
+
+
+# --- bounded results ---------------------------------------------------------------------------------------
+def test_findings_past_the_cap_are_counted_in_one_last_finding():
+    doc = {"properties": dict(("unknown_%d" % i, i) for i in range(120))}
+    doc["profile"] = {"cufile_stats": 9}  # a warning
+    result = lint_document(doc)
+    *listed, more = result.findings
+    assert [f.code for f in listed] == ["unknown-key"] * 50 and not result.ok
+    assert (more.code, more.severity, more.value) == ("more-findings", "error", {"error": 70, "warning": 1})
+    assert more.message == "$: 70 more errors and 1 more warning not listed (the first 50 findings are)."
+
+
+def test_errors_are_listed_before_warnings_and_merged_results_add_their_counts():
+    etc = '{"profile": {%s}}' % ",\n".join('"cufile_stats": %d' % (i % 4) for i in range(60))  # 59 duplicates
+    result = lint_merged(etc, '{"properties": {"no_such_key": 1}}')
+    *listed, more = result.findings
+    assert [f.code for f in listed if f.is_error] == ["unknown-key"] and len(listed) == 50
+    assert (more.code, more.severity, more.value) == ("more-findings", "warning", {"warning": 10})
+
+
+def test_a_long_value_is_cut_where_a_result_returns_it():
+    result = lint_document({"properties": {"no_such_key": "x" * 100000}})
+    (finding,) = result.findings
+    assert finding.as_dict()["value"] == '"' + "x" * 196 + "..." and len(finding.message) < 400
+    assert lint_document({"properties": {"no_such_key": [1, 2]}}).findings[0].as_dict()["value"] == [1, 2]
+
+
+def test_a_text_over_the_size_cap_is_one_finding():
+    (finding,) = lint_text(b" " * (1024 * 1024) + b"{}", source="big.json").findings
+    assert (finding.code, finding.line, finding.source) == ("too-large", 1, "big.json")
+    assert finding.message.startswith("$: 1048578 bytes, more than the 1 MiB")
