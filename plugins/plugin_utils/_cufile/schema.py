@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The cufile.json schema data file: loading, navigation, known paths and key suggestions.
-PRIVATE to the collection. Controller side (standard library only, but it needs the
+"""A libcufile release's cufile.json schema: how it is built, navigation, known paths and key
+suggestions. PRIVATE to the collection. Controller side (standard library only, but it needs the
 collection's ``schemas/`` directory, which is not shipped to targets).
 
-The schema (``schemas/cufile-<version>.schema.json``, JSON Schema draft 2020-12) is the one
-source of truth: the validator, the linter and the facts read it; its vendor keywords
-(``x-effect``, ``x-since``, ``x-cufile-aliases``, ``x-cufile-rules``, ...) are explained in its
-``$comment``.
+Two files in ``schemas/`` make every release's schema (JSON Schema draft 2020-12):
+``cufile-1.15.schema.json``, the reviewed base (its ``$comment`` explains the vendor keywords
+``x-effect``, ``x-since``, ``x-cufile-aliases``, ``x-cufile-rules``, ...), and
+``cufile-releases.json``, what the sweep measured for each release 1.13-1.20. :func:`release_view`
+joins them into the schema of one release; ``bin/cufile-lint --schema 1.20`` prints it. A release
+with its own ``cufile-<release>.schema.json`` starts from that file instead of the base.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class CufileSchema(object):
         self.rules = raw.get("x-cufile-rules", [])
         self.known = {}  # dotted path -> schema node, every named key (x-since ones included)
         self._index(raw, ())
+        self._readable = {}  # target version -> (readable paths, leaf name -> the paths ending in it)
 
     # -- navigation ----------------------------------------------------------------------------
     def resolve(self, node):
@@ -126,13 +129,22 @@ class CufileSchema(object):
 
     def readable_paths(self, target_version=None):
         """Dotted paths the target release reads (leaves and sections)."""
-        out = []
-        for path, node in self.known.items():
-            parts = path.split(".")
-            if any(self.is_newer(self.known[".".join(parts[:i])], target_version) for i in range(1, len(parts) + 1)):
-                continue
-            out.append(path)
-        return sorted(out)
+        return self._readable_index(target_version)[0]
+
+    def _readable_index(self, target_version):
+        """(readable paths, leaf name -> the readable paths ending in it), made once per target release."""
+        key = target_version or self.version
+        if key not in self._readable:
+            out = []
+            for path in self.known:
+                parts = path.split(".")
+                if not any(self.is_newer(self.known[".".join(parts[:i])], key) for i in range(1, len(parts) + 1)):
+                    out.append(path)
+            leaves = {}
+            for path in sorted(out):
+                leaves.setdefault(path.split(".")[-1], []).append(path)
+            self._readable[key] = (sorted(out), leaves)
+        return self._readable[key]
 
     def default_at(self, dotted):
         node = self.known.get(dotted)
@@ -165,7 +177,7 @@ class CufileSchema(object):
                 return alias, None
         if isinstance(key, str) and key.upper().startswith("CUFILE_"):
             return None, "environment variable names are not cufile.json keys"
-        readable = self.readable_paths(target_version)
+        readable, leaves = self._readable_index(target_version)
         parent = self.node_at(path[:-1])
         siblings = sorted(parent.get("properties", {})) if isinstance(parent, dict) else []
         prefix = format_path(path[:-1])
@@ -173,7 +185,7 @@ class CufileSchema(object):
         lowered = [s for s in siblings if s.lower() == str(key).lower()]
         if lowered:
             return prefix + lowered[0], "keys are case-sensitive"
-        same_leaf = [p for p in readable if p.split(".")[-1] == key]
+        same_leaf = leaves.get(key, [])
         if same_leaf:
             note = "it belongs in another section"
             if len(same_leaf) > 1:
@@ -182,12 +194,9 @@ class CufileSchema(object):
         close = difflib.get_close_matches(str(key), siblings, n=1, cutoff=0.75)
         if close:
             return prefix + close[0], None
-        leaves = {}
-        for p in readable:
-            leaves.setdefault(p.split(".")[-1], p)
         close = difflib.get_close_matches(str(key), sorted(leaves), n=1, cutoff=0.8)
         if close:
-            return leaves[close[0]], None
+            return leaves[close[0]][0], None
         close = difflib.get_close_matches(dotted, readable, n=1, cutoff=0.8)
         if close:
             return close[0], None
@@ -299,6 +308,10 @@ def release_view(raw, data, release):
     view = copy.deepcopy(raw)
     view["x-cufile-version"] = release
     view["x-cufile-base"] = raw.get("x-cufile-version", BASE_RELEASE)
+    if release != view["x-cufile-base"]:
+        view["$id"] = "urn:gpudirect-storage:cufile-json:libcufile-%s" % release
+        view["title"] = "cufile.json for libcufile %s (schemas/cufile-%s.schema.json as the sweep measured %s)" % (
+            release, view["x-cufile-base"], release)
     view["x-load-fail-code"] = config_error_code(release)
     if not data or release not in data.get("releases", {}):
         return view

@@ -127,3 +127,37 @@ def test_libcufile_release_names_what_that_release_ignores(tmp_path):
     assert rc == 1 and [(f["path"], f["effect"]) for f in findings] == [("properties.gds_fallback_io", "load_fails")]
     assert "returns 5002" in findings[0]["message"]
     assert lint("--libcufile", "1.21", str(path))[0] == 2
+
+
+def test_schema_prints_the_keys_a_release_reads_as_a_table():
+    rc, out, err = lint("--schema", "1.20")
+    assert rc == 0 and out.startswith("# cufile.json keys of libcufile 1.20\n"), err
+    assert "| properties.gds_fallback_io | boolean |  |  | 1.19 | refuses to load |" in out
+    assert "| properties.io_batchsize | integer | 1..256 | 128 | 1.13 | refuses to load |" in out
+    assert "| profile.nvtx |  | not read: read up to 1.15 only |  |  | ignores it |" in out
+    assert "- posix-pool-slab-lengths (error): " in out
+    rc, out, dummy = lint("--schema", "1.15")
+    assert rc == 0 and "| properties.gds_fallback_io |  | not read: added in 1.19 |  |  | ignores it |" in out
+
+
+def test_schema_as_json_is_the_release_s_json_schema():
+    import jsonschema
+    rc, out, err = lint("--schema", "1.20", "--format", "json")
+    schema = json.loads(out)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert rc == 0 and schema["$id"].endswith("libcufile-1.20") and schema["x-cufile-version"] == "1.20"
+    assert "gds_fallback_io" in schema["properties"]["properties"]["properties"]
+
+
+def test_schema_of_an_unknown_release_and_no_arguments_are_usage_errors():
+    rc, dummy, err = lint("--schema", "9.9")
+    assert rc == 2 and "no cufile.json schema for libcufile 9.9" in err
+    rc, dummy, err = lint()
+    assert rc == 2 and "give FILE arguments to check or --schema RELEASE" in err
+
+
+def test_a_file_over_the_size_cap_is_one_short_error(tmp_path):
+    big = tmp_path / "big.json"
+    big.write_text('{"properties": {"x": "%s"}}' % ("A" * (2 * 1024 * 1024)))
+    rc, out, dummy = lint(str(big))
+    assert rc == 1 and len(out) < 1000 and "more than the 1 MiB" in out
