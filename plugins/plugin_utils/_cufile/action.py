@@ -17,7 +17,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits i
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import argument_spec, shipped_refusal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import available_versions, load_schema
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import Finding, LintResult, error_count
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import Finding, LintResult, how_many
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (
     jsonschema_available, lint_document, lint_merged, lint_text)
 
@@ -32,7 +32,7 @@ def option(args, name):
 def summarize(findings, path, limit=20):
     """One failure message: the count and one line per error (of the first ``limit``)."""
     errors = [f for f in findings if f.severity == "error" and f.code != "more-findings"]
-    count = error_count(findings)
+    count = how_many(findings, "error")
     lines = ["%s: %d error%s, nothing was written:" % (path, count, "" if count == 1 else "s")]
     lines += ["  - " + (("%s: " % f.source) if f.source and f.source != path else "") + f.message for f in errors[:limit]]
     if count > limit:

@@ -146,12 +146,16 @@ class LintResult(object):
     def ok(self):
         return not self.errors
 
+    def count(self, severity):
+        """Findings of ``severity``, listed or not."""
+        return how_many(self.findings, severity)
+
     def as_dict(self):
         return {
             "source": self.source,
             "ok": self.ok,
-            "errors": len(self.errors),
-            "warnings": len(self.warnings),
+            "errors": self.count("error"),
+            "warnings": self.count("warning"),
             "findings": [f.as_dict() for f in self.findings],
         }
 
@@ -159,7 +163,7 @@ class LintResult(object):
         return "\n".join(f.text() for f in self.findings)
 
     def __repr__(self):
-        return "LintResult(ok=%s, errors=%d, warnings=%d)" % (self.ok, len(self.errors), len(self.warnings))
+        return "LintResult(ok=%s, errors=%d, warnings=%d)" % (self.ok, self.count("error"), self.count("warning"))
 
 
 def more_findings(counts, source=None):
@@ -173,9 +177,9 @@ def more_findings(counts, source=None):
                    code="more-findings", source=source)
 
 
-def error_count(findings):
-    """Errors among ``findings``, those a "more-findings" finding stands for included."""
-    return sum(f.value.get("error", 0) if f.code == "more-findings" else 1 for f in findings if f.is_error)
+def how_many(findings, severity):
+    """Findings of ``severity`` among ``findings``, those a "more-findings" finding stands for included."""
+    return sum(f.value.get(severity, 0) if f.code == "more-findings" else int(f.severity == severity) for f in findings)
 
 
 def sort_findings(findings, unlisted=None, source=None):

@@ -161,3 +161,15 @@ def test_a_file_over_the_size_cap_is_one_short_error(tmp_path):
     big.write_text('{"properties": {"x": "%s"}}' % ("A" * (2 * 1024 * 1024)))
     rc, out, dummy = lint(str(big))
     assert rc == 1 and len(out) < 1000 and "more than the 1 MiB" in out
+
+
+def test_many_unknown_keys_print_50_findings_and_count_them_all(tmp_path):
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps({"properties": dict(("unknown_%d" % i, i) for i in range(300))}))
+    rc, out, dummy = lint(str(many))
+    lines = out.splitlines()
+    assert rc == 1 and len(lines) == 52 and lines[-1] == "%s: FAILED (300 errors, 0 warnings)" % many
+    assert lines[-2].endswith("error: $: 250 more errors not listed (the first 50 findings are).")
+    rc, out, dummy = lint("--format", "json", str(many))
+    (result,) = json.loads(out)["files"]
+    assert (result["errors"], len(result["findings"])) == (300, 51)
