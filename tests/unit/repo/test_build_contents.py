@@ -46,16 +46,73 @@ def _checkout_copy(dest):
             f.write("secret: user data\n")
 
 
-def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
+# What a developer's checkout holds besides the tracked files: test and tool caches, virtualenvs,
+# fetched NVIDIA binaries, build outputs, reports, scratch files.
+JUNK = (".hypothesis/examples/0123/abc", ".whl-cufile/nvidia_cufile_cu13-1.15.0-py3-none-manylinux.whl",
+        ".cufile-lib/lib/libcufile.so.0", ".cufile-lint/cache.json", ".venv/bin/python", ".venv-eco/bin/python",
+        ".pytest_cache/v/cache/lastfailed", "build/collections/junk.txt", "build/docs/index.html",
+        "reports/gds-fleet.html", "tests/output/junk.txt", "gpudirect-storage-0.0.9.tar.gz", "scratch.txt",
+        "notes/todo.md", "docs/site/_build/index.html", "plugins/modules/__pycache__/gpu_operator.cpython-311.pyc",
+        "plugins/module_utils/_common/redact.pyc", "roles/cufile/.pytest_cache/x", "roles/cufile/tasks/.main.yml.swp",
+        "playbooks/site.yml~", "requirements/controller.txt.bak")
+# The allowlist (galaxy.yml manifest:), said again here: the files a user installs.
+SHIPPED_FILES = ("README.md", "LICENSE", "bindep.txt", "requirements.txt", "bin/cufile-lint")
+SHIPPED_DIRS = ("plugins/", "roles/", "playbooks/", "schemas/", "changelogs/", "docs/", "inventories/example/")
+
+
+def shipped(rel):
+    parts = rel.split("/")
+    if any(p.startswith(".") or p == "__pycache__" for p in parts) or rel.endswith((".pyc", ".pyo", "~", ".bak")):
+        return False
+    if rel in SHIPPED_FILES or re.match(r"meta/[^/]+\.yml$", rel) or re.match(r"tests/sanity/ignore-2\.\d+\.txt$", rel):
+        return True
+    return rel.startswith(SHIPPED_DIRS) and not rel.startswith("docs/site/")
+
+
+def build(tmp_path, extra=()):
     src = tmp_path / "checkout"
     _checkout_copy(str(src))
+    for rel in extra:
+        os.makedirs(os.path.dirname(str(src / rel)) or str(src), exist_ok=True)
+        with open(str(src / rel), "w") as f:
+            f.write("junk\n")
     subprocess.run([GALAXY, "collection", "build", "--output-path", str(tmp_path)], cwd=str(src), check=True,
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     with tarfile.open(str(tmp_path / "gpudirect-storage-0.1.0.tar.gz")) as tar:
-        names = sorted(m.name for m in tar.getmembers() if m.isfile())
+        return sorted(m.name for m in tar.getmembers() if m.isfile())
+
+
+def test_tarball_is_exactly_the_allowlisted_tracked_files_whatever_else_lies_in_the_checkout(tmp_path):
+    names = build(tmp_path, JUNK)
+    expected = sorted(rel for rel in _tracked() if shipped(rel))
+    assert [n for n in names if n not in ("MANIFEST.json", "FILES.json")] == expected
+    assert not [n for n in names if n.startswith("requirements/")]  # the developers' lock files
+    assert "ansible.cfg" not in names and not [n for n in names if n.endswith("/ansible.cfg")]
+
+
+def test_what_the_collection_needs_is_in_the_tarball(tmp_path):
+    names = build(tmp_path)
+    for needed in ("bin/cufile-lint", "LICENSE", "README.md", "meta/runtime.yml", "meta/execution-environment.yml",
+                   "requirements.txt", "bindep.txt", "changelogs/changelog.yaml", "changelogs/config.yaml",
+                   "plugins/modules/gpu_operator.py", "plugins/module_utils/_common/redact.py",
+                   "plugins/plugin_utils/_report/write.py", "plugins/callback/gds_report.py",
+                   "roles/gds_report/meta/argument_specs.yml", "playbooks/k8s.yml", "schemas/cufile-1.15.schema.json",
+                   "docs/report.md", "docs/images/gds-fleet-report.png"):
+        assert needed in names, needed
+    for md in [n for n in names if n.endswith(".md")]:  # every page a shipped page links to is shipped
+        with open(str(tmp_path / "checkout" / md)) as f:
+            links = re.findall(r"\]\(([^)#\s]+)", f.read())
+        for link in links:
+            if "://" in link or link.startswith(("mailto:", "build/")):  # build/: the docs site `make docs` builds
+                continue
+            assert os.path.normpath(os.path.join(os.path.dirname(md), link)) in names, (md, link)
+
+
+def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
+    names = build(tmp_path)
     tops = sorted(set(n.split("/")[0] for n in names))
     assert tops == ["FILES.json", "LICENSE", "MANIFEST.json", "README.md", "bin", "bindep.txt", "changelogs", "docs",
-                    "inventories", "meta", "playbooks", "plugins", "requirements", "requirements.txt", "roles",
+                    "inventories", "meta", "playbooks", "plugins", "requirements.txt", "roles",
                     "schemas", "tests"], tops
     # what ansible-builder reads from an installed collection; the EE definition and the docs
     # site's build config are the developers'
