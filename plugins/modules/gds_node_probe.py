@@ -17,7 +17,14 @@ description:
     C(failed) with the reason, verified bytes, write/read GB/s and the nvidia-fs counter delta when available.
   - The pod is a GDS workload - one O(gpu_resource) (or O(runtime_class) with every GPU visible), C(NVIDIA_GDS=enabled)
     so the NVIDIA container toolkit injects C(/dev/nvidia-fs*), the probe directories as hostPath, C(/run/udev)
-    read-only, the node's O(cufile_json), tolerations for the GPU taint, C(activeDeadlineSeconds), unprivileged.
+    read-only, the node's O(cufile_json), tolerations for the GPU taint, C(activeDeadlineSeconds), unprivileged
+    (seccomp C(RuntimeDefault), every capability dropped, no privilege escalation).
+  - The probe code is carried in an immutable ConfigMap named after the run and the code's sha256; the pod's command
+    (in the pod spec) checks that sha256 before it runs anything and fails the node with C(failure.kind=bundle)
+    when the ConfigMap was replaced.
+  - "A failed or refused API call does not end the run with a traceback - it fails its node (C(failure.kind=api)) or
+    the run, naming the verb and the resource (for example C(patch nodes/gpu-b: 403 Forbidden)), and the result
+    keeps every verdict and every label already set. C(docs/rbac/gds_node_probe.yaml) is the least RBAC it needs."
   - Pods run in parallel (at most O(parallel) at a time). A pod that cannot run is named per node from its own status -
     Pending with the scheduler's message, C(ErrImagePull)/C(ImagePullBackOff) with the image, C(OOMKilled), a
     non-zero exit with the log tail, a NotReady node - and the module fails naming each such node.
@@ -31,9 +38,13 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Lists the nodes only; no pod or ConfigMap is created and no label changes.
+    details:
+      - Lists the nodes only; no pod or ConfigMap is created and no label changes. With O(labels), RV(labels_removed)
+        names the nodes outside the selection whose labels a real run would remove (the selected nodes' labels depend
+        on their verdicts, unknown without a probe).
   diff_mode:
-    support: none
+    support: full
+    details: With O(labels), the module's labels and annotations of every node changed (or to be removed in check mode), before and after.
 requirements:
   - kubernetes (Python library)
 options:
@@ -112,7 +123,10 @@ options:
     type: str
     default: 2Gi
   privileged:
-    description: Run the probe container privileged (not needed where the toolkit injects the GDS devices).
+    description:
+      - Run the probe container privileged, with every capability and no seccomp profile. Not needed where the toolkit
+        injects the GDS devices and the probe writes to a local file system; distributed file systems over RDMA need
+        more (C(docs/gds_node_probe.md)).
     type: bool
     default: false
   tolerations:
@@ -142,9 +156,15 @@ options:
     default: true
   labels:
     description:
-      - Label each probed node C(gpudirect.storage/gds-mode=<mode>) and C(gpudirect.storage/gds-verified=true|false),
-        with the reason, GB/s and time in the annotation C(gpudirect.storage/gds-probe). A node is patched (and
-        C(changed)) only when one of these labels changes.
+      - Label each node proven by this run C(node-restriction.kubernetes.io/gpudirect.storage.gds-mode=<mode>) and
+        C(node-restriction.kubernetes.io/gpudirect.storage.gds-verified=true|false), with the reason and GB/s in the
+        annotation C(gpudirect.storage/gds-probe) and the time of the proof (RFC 3339, UTC) in
+        C(gpudirect.storage/gds-proven-at). A node is patched (and C(changed)) only when one of the labels changes.
+      - The labels are under C(node-restriction.kubernetes.io/), which Kubernetes' NodeRestriction admission forbids a
+        kubelet to change on its own Node, so a node cannot label itself proven.
+      - After the run exactly the nodes this run proved carry them - every other node carrying any of these labels or
+        annotations loses them all - a node that left O(node_selector) or O(nodes), and a node whose probe pod gave no
+        verdict (C(failure) set). A node whose verdict changed gets the new one.
     type: bool
     default: false
 seealso:
@@ -169,7 +189,8 @@ nodes:
   description:
     - One record per node, sorted by name - C(name), C(mode), C(reason), C(reasons), C(verified), C(proven),
       C(verified_bytes), C(throughput), C(versions), C(nvfs_delta), C(pod), C(source) (C(kubernetes)) and
-      C(failure) (C(kind), C(message)) when the pod could not give a verdict.
+      C(failure) (C(kind), C(message)) when the pod could not give a verdict (C(kind) C(bundle) - the probe code was
+      not the module's; C(api) - an API call for this node failed).
   returned: always
   type: list
   elements: dict
@@ -178,10 +199,22 @@ summary:
   returned: always
   type: dict
 labels_changed:
-  description: Nodes whose labels were (or in check mode would be) changed.
+  description: Nodes that were given (or got a new) verdict's labels.
   returned: always
   type: list
   elements: str
+labels_removed:
+  description:
+    - Nodes whose labels and annotations of the module were removed (in check mode - would be removed) because this
+      run did not prove them.
+  returned: always
+  type: list
+  elements: str
+diff:
+  description: The module's labels and annotations of each node changed, before and after (with C(--diff) and O(labels)).
+  returned: when diff mode is on and O(labels=true)
+  type: dict
+  sample: {before: {gpu-b: {"node-restriction.kubernetes.io/gpudirect.storage.gds-mode": gds}}, after: {gpu-b: {}}}
 cleaned_leftovers:
   description: Pods and ConfigMaps of earlier runs that were deleted first.
   returned: always
@@ -194,8 +227,9 @@ deleted:
   sample: {pods: 8, configmaps: 1}
 problem:
   description:
-    - The failure message when a node could not be probed or is below O(require_mode) (the module then fails with it),
-      else null. Lets a caller that ignores the failure tell it from other errors.
+    - "The failure message when a node could not be probed, is below O(require_mode) or an API call failed (naming
+      the verb and the resource, for example C(patch nodes/gpu-b: 403 Forbidden)); the module then fails with it.
+      Else null. Lets a caller that ignores the failure tell it from other errors."
   returned: always
   type: str
 run_id:
@@ -217,7 +251,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if not main_mod.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=main_mod.IMPORT_ERROR)
-    failure, result = main_mod.run(module.params, module.check_mode)
+    failure, result = main_mod.run(module.params, module.check_mode, diff=module._diff)
     result["problem"] = failure
     if failure:
         result.pop("msg", None)  # the verdict line; the failure message says more

@@ -3,11 +3,12 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gds_node_probe, the part that talks to the cluster. PRIVATE to the collection.
 
-One ConfigMap per run, one pod per GPU node (at most ``parallel`` at a time), one LIST of the
-run's pods per poll for all of them, each pod's log read and the pod deleted as soon as it is
-done, and a ``finally`` that deletes every pod and the ConfigMap of the run, also when the run
+One immutable ConfigMap per run, one pod per GPU node (at most ``parallel`` at a time), one LIST
+of the run's pods per poll for all of them, each pod's log read and the pod deleted as soon as it
+is done, and a ``finally`` that deletes every pod and the ConfigMap of the run, also when the run
 fails or is interrupted (SIGTERM/SIGINT become an exception). A later run first removes the
-leftovers of runs that could not clean up (killed with SIGKILL, API gone).
+leftovers of runs that could not clean up (killed with SIGKILL, API gone). A failed API call
+(ApiCallFailed) fails its node or the run; the result keeps every verdict and label done.
 """
 
 from __future__ import annotations
@@ -23,13 +24,18 @@ from concurrent.futures import ThreadPoolExecutor
 try:
     from kubernetes import client as k8s_client
     from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
     HAS_KUBERNETES, IMPORT_ERROR = True, None
+    API_ERRORS = (ApiException, HTTPError, OSError)
 except ImportError:  # the module reports missing_required_lib
     k8s_client = None
     ApiException = Exception
     HAS_KUBERNETES, IMPORT_ERROR = False, traceback.format_exc()
+    API_ERRORS = ()
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_labels as nl
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_probe as np
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.api_retry import ApiCallFailed
 
 POLL = 0.5
 API_THREADS = 16  # concurrent API calls (pod creates, log reads, deletes): 1000 nodes are not 3000 round trips in a row
@@ -38,73 +44,75 @@ MANAGED = "%s=%s" % np.MANAGED_BY
 
 class KubeApi(object):
     """The few calls the probe needs, JSON in and out (``_preload_content=False``: the same with
-    the old and the pydantic-generated kubernetes clients)."""
+    the old and the pydantic-generated kubernetes clients). Every failure is an ApiCallFailed
+    naming the verb and the resource."""
 
     def __init__(self, api_client):
         self.core = k8s_client.CoreV1Api(api_client)
 
     @staticmethod
-    def _json(resp):
-        return json.loads(resp.data or b"null")
+    def _call(verb, resource, func, *args, **kwargs):
+        try:
+            resp = func(*args, _preload_content=False, **kwargs)
+        except API_ERRORS as exc:
+            raise ApiCallFailed(verb, resource, exc)
+        data = getattr(resp, "data", None) or b""
+        return data.decode("utf-8", "replace") if verb == "get" else json.loads(data or b"null")
 
-    def _items(self, list_call, *args, **kwargs):
-        return self._json(list_call(*args, _preload_content=False, _request_timeout=30, **kwargs)).get("items") or []
+    def _items(self, resource, list_call, *args, **kwargs):
+        return (self._call("list", resource, list_call, *args, _request_timeout=30, **kwargs) or {}).get("items") or []
 
-    @staticmethod
-    def _delete(delete_call, *args, **kwargs):
+    def _delete(self, resource, delete_call, *args, **kwargs):
         """True when deleted, False when it was already gone (404)."""
         try:
-            delete_call(*args, _preload_content=False, **kwargs)
+            self._call("delete", resource, delete_call, *args, **kwargs)
             return True
-        except ApiException as exc:
-            if getattr(exc, "status", None) == 404:
+        except ApiCallFailed as exc:
+            if exc.status == 404:
                 return False
             raise
 
     def nodes(self, selector):
-        return self._items(self.core.list_node, label_selector=selector or None)
+        return self._items("nodes", self.core.list_node, label_selector=selector or None)
 
     def pods(self, namespace, selector):
-        return self._items(self.core.list_namespaced_pod, namespace, label_selector=selector)
+        return self._items("pods", self.core.list_namespaced_pod, namespace, label_selector=selector)
 
     def configmaps(self, namespace, selector):
-        return self._items(self.core.list_namespaced_config_map, namespace, label_selector=selector)
+        return self._items("configmaps", self.core.list_namespaced_config_map, namespace, label_selector=selector)
 
     def create_configmap(self, namespace, body):
-        return self._json(self.core.create_namespaced_config_map(namespace, body, _preload_content=False))
+        return self._call("create", "configmaps/" + body["metadata"]["name"], self.core.create_namespaced_config_map,
+                          namespace, body)
 
     def create_pod(self, namespace, body):
-        return self._json(self.core.create_namespaced_pod(namespace, body, _preload_content=False))
+        return self._call("create", "pods/" + body["metadata"]["name"], self.core.create_namespaced_pod, namespace, body)
 
     def log(self, namespace, name):
-        resp = self.core.read_namespaced_pod_log(name, namespace, container="probe", _preload_content=False,
-                                                 _request_timeout=30)
-        return (resp.data or b"").decode("utf-8", "replace")
+        return self._call("get", "pods/%s/log" % name, self.core.read_namespaced_pod_log, name, namespace,
+                          container="probe", _request_timeout=30)
 
     def delete_pod(self, namespace, name):
-        return self._delete(self.core.delete_namespaced_pod, name, namespace, grace_period_seconds=0)
+        return self._delete("pods/" + name, self.core.delete_namespaced_pod, name, namespace, grace_period_seconds=0)
 
     def delete_configmap(self, namespace, name):
-        return self._delete(self.core.delete_namespaced_config_map, name, namespace)
+        return self._delete("configmaps/" + name, self.core.delete_namespaced_config_map, name, namespace)
 
     def patch_node(self, name, body):
-        return self._json(self.core.patch_node(name, body, _preload_content=False))
+        return self._call("patch", "nodes/" + name, self.core.patch_node, name, body)
 
 
 class Interrupted(Exception):
-    pass
+    """SIGTERM or SIGINT during the run: the ``finally`` still deletes what the run created."""
 
 
 def _interrupt(signum, frame):
     raise Interrupted("interrupted by signal %d" % signum)
 
 
-def _age(pod, started):
-    return time.time() - started.get(pod["metadata"]["name"], time.time())
-
-
 class NodeProbe(object):
-    """Run the probe on ``nodes`` (Node dicts); ``api`` is a :class:`KubeApi` (or a fake)."""
+    """Run the probe on ``nodes`` (Node dicts); ``api`` is a :class:`KubeApi` (or a fake).
+    ``api_errors``: the failed API calls that are not one node's failure (deletes, for one)."""
 
     def __init__(self, api, params, clock=time.time, sleep=time.sleep):
         self.api = api
@@ -116,7 +124,12 @@ class NodeProbe(object):
         self.created = {"pods": [], "configmaps": []}
         self.deleted = {"pods": 0, "configmaps": 0}
         self.gone = set()
+        self.api_errors = []
         self.lock = threading.Lock()
+
+    def _refused(self, exc):
+        with self.lock:
+            self.api_errors += [str(exc)] if str(exc) not in self.api_errors else []
 
     def cleanup_leftovers(self):
         """Delete pods and ConfigMaps of earlier runs that are past their deadline (or carry none)."""
@@ -136,18 +149,25 @@ class NodeProbe(object):
         return gone
 
     def run(self, nodes):
+        """{node name: record}; a call that fails the whole run (the ConfigMap's creation, the
+        poll's list) fails every node without a verdict yet, naming the call."""
         old = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGINT)}
+        results = {}
         try:
-            return self._run(nodes)
+            self._run(nodes, results)
+        except ApiCallFailed as exc:
+            self._refused(exc)
+            for name in (n["metadata"]["name"] for n in nodes):
+                results.setdefault(name, np.failed_node(name, "api", str(exc)))
         finally:
             try:
                 self._delete_all()
             finally:
                 for s, handler in old.items():
                     signal.signal(s, handler)
+        return results
 
-    def _run(self, nodes):
-        results = {}
+    def _run(self, nodes, results):
         todo = []
         for node in nodes:
             why = np.node_not_ready(node)
@@ -156,11 +176,13 @@ class NodeProbe(object):
             else:
                 todo.append(node["metadata"]["name"])
         if not todo:
-            return results
+            return
         expires = self.clock() + self.params["pod_timeout"] + 60
-        cm_name = "gds-node-probe-" + self.run_id
-        cm = self.api.create_configmap(self.ns, np.configmap(cm_name, self.ns, self.run_id, self.params))
-        self.created["configmaps"].append(cm_name)
+        data = np.bundle_data(self.params)
+        digest = np.bundle_digest(data)
+        cm_name = np.configmap_name(self.run_id, digest)
+        self.created["configmaps"].append(cm_name)  # recorded first: deleted even if the answer is lost
+        cm = self.api.create_configmap(self.ns, np.configmap(cm_name, self.ns, self.run_id, data, digest))
         started = {}
         pending = list(todo)
         running = {}
@@ -169,13 +191,18 @@ class NodeProbe(object):
                 batch = []
                 while pending and len(running) + len(batch) < self.params["parallel"]:
                     batch.append(np.pod_spec(pending.pop(0), self.run_id, self.params, cm_name, cm["metadata"]["uid"],
-                                             expires))
+                                             expires, digest))
                 for body in batch:  # recorded first: a create that fails half-way is still cleaned up
                     self.created["pods"].append(body["metadata"]["name"])
-                list(pool.map(lambda body: self.api.create_pod(self.ns, body), batch))
-                for body in batch:
-                    started[body["metadata"]["name"]] = self.clock()
-                    running[body["metadata"]["name"]] = body["metadata"]["annotations"][np.NODE_ANNOTATION]
+                for body, refused in zip(batch, pool.map(self._create_pod, batch)):
+                    pod, node = body["metadata"]["name"], body["metadata"]["annotations"][np.NODE_ANNOTATION]
+                    if refused:
+                        results[node] = np.failed_node(node, "api", refused, pod)
+                    else:
+                        started[pod] = self.clock()
+                        running[pod] = node
+                if not running:
+                    continue
                 self.sleep(POLL)
                 selector = "%s=%s" % (np.RUN_LABEL, self.run_id)
                 by_name = dict((p["metadata"]["name"], p) for p in self.api.pods(self.ns, selector))
@@ -184,13 +211,27 @@ class NodeProbe(object):
                     if result is not None:
                         results[node] = result
                         del running[pod]
-        return results
+
+    def _create_pod(self, body):
+        """None when created, else the refusal's text (that node's failure)."""
+        try:
+            self.api.create_pod(self.ns, body)
+            return None
+        except ApiCallFailed as exc:
+            return str(exc)
 
     def _check(self, pod, node, obj, age):
         """The node's result once its pod is done (the log read, the pod deleted), else None."""
-        result = self._result(pod, node, obj, age)
+        try:
+            result = self._result(pod, node, obj, age)
+        except ApiCallFailed as exc:  # the log could not be read: no verdict from this node
+            result = np.failed_node(node, "api", str(exc), pod)
         if result is not None and obj is not None:
-            deleted = self.api.delete_pod(self.ns, pod)
+            try:
+                deleted = self.api.delete_pod(self.ns, pod)
+            except ApiCallFailed as exc:
+                self._refused(exc)  # the verdict stands; the ConfigMap's deletion lets the GC take the pod
+                return result
             with self.lock:
                 self.deleted["pods"] += 1 if deleted else 0
                 self.gone.add(pod)
@@ -205,9 +246,11 @@ class NodeProbe(object):
                 return None
             failure = np.still_waiting(obj, age)
         text = self.api.log(self.ns, pod) if _started(obj) else ""
-        facts, image_problem = np.parse_log(text)
-        if image_problem:
-            return np.failed_node(node, "image", "image %s: %s - %s" % (self.params["image"], image_problem,
+        facts, problems = np.parse_log(text)
+        if problems.get("bundle"):  # the pod refused to run code that is not the module's
+            return np.failed_node(node, "bundle", problems["bundle"], pod)
+        if problems.get("image"):
+            return np.failed_node(node, "image", "image %s: %s - %s" % (self.params["image"], problems["image"],
                                                                         np.IMAGE_HELP), pod)
         if state == "done":
             if facts is None:
@@ -222,11 +265,14 @@ class NodeProbe(object):
             try:
                 if self.api.delete_pod(self.ns, pod):
                     self.deleted["pods"] += 1
-            except Exception:  # pylint: disable=broad-except
-                pass  # the ConfigMap's deletion still lets the garbage collector take the pod
+            except ApiCallFailed as exc:
+                self._refused(exc)  # the ConfigMap's deletion still lets the garbage collector take the pod
         for name in self.created["configmaps"]:
-            if self.api.delete_configmap(self.ns, name):
-                self.deleted["configmaps"] += 1
+            try:
+                if self.api.delete_configmap(self.ns, name):
+                    self.deleted["configmaps"] += 1
+            except ApiCallFailed as exc:
+                self._refused(exc)
 
 
 def _expired(pod, now):
@@ -238,19 +284,6 @@ def _started(pod):
     ctr = next(iter((pod.get("status") or {}).get("containerStatuses") or []), {})
     state = ctr.get("state") or {}
     return bool(state.get("running") or state.get("terminated") or ctr.get("lastState", {}).get("terminated"))
-
-
-def apply_labels(api, nodes_by_name, results, check_mode, when):
-    """Patch each node whose labels differ from its verdict; returns the names changed."""
-    changed = []
-    for name, result in sorted(results.items()):
-        patch = np.label_patch(nodes_by_name.get(name) or {}, result, when)
-        if patch is None:
-            continue
-        changed.append(name)
-        if not check_mode:
-            api.patch_node(name, patch)
-    return changed
 
 
 def argument_spec():
@@ -286,37 +319,46 @@ def summarize(nodes, required):
             "below_required": [n["name"] for n in nodes if (n.get("require_mode") or {}).get("met") is False]}
 
 
-def run(params, check_mode, api=None, clock=time.time):
+def run(params, check_mode, api=None, clock=time.time, diff=False):
     """(failure message or None, result dict) of one module run."""
     from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
     problem = np.check_params(params)
     if problem:
         return problem, {"changed": False, "nodes": []}
     api = api or KubeApi(kw.api_client(params.get("kubeconfig"), params.get("context")))
-    all_nodes = api.nodes(params["node_selector"])
+    result = {"changed": False, "nodes": [], "labels_changed": [], "labels_removed": [], "cleaned_leftovers": [],
+              "summary": summarize([], params.get("require_mode"))}
+    try:
+        all_nodes = api.nodes(params["node_selector"])
+    except ApiCallFailed as exc:
+        return "Kubernetes API: %s" % exc, result
     if params.get("nodes"):
         unknown = sorted(set(params["nodes"]) - set(n["metadata"]["name"] for n in all_nodes))
         if unknown:
-            return "nodes not found among those matching %r: %s" % (params["node_selector"], ", ".join(unknown)), \
-                {"changed": False, "nodes": []}
+            return "nodes not found among those matching %r: %s" % (params["node_selector"], ", ".join(unknown)), result
         all_nodes = [n for n in all_nodes if n["metadata"]["name"] in params["nodes"]]
     names = sorted(n["metadata"]["name"] for n in all_nodes)
-    result = {"changed": False, "nodes": [], "labels_changed": [], "cleaned_leftovers": [], "summary": {}}
     if not all_nodes:
-        result["summary"] = summarize([], params.get("require_mode"))
         return "no node matches node_selector %r: nothing to probe (is the GPU Operator running?)" % (
             params["node_selector"]), result
-    if check_mode:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+    api_errors = []
+    if check_mode:  # the selected nodes' verdicts are unknown: only the other nodes' removals are sure
         result["msg"] = "check mode: would probe %d node(s): %s" % (len(names), ", ".join(names))
-        result["summary"] = summarize([], params.get("require_mode"))
-        return None, result
+        if params["labels"]:
+            _labels(api, result, {}, when, True, names, api_errors, diff)
+        return _api_failure(api_errors), result
     probe = NodeProbe(api, params, clock=clock)
     result["run_id"] = probe.run_id
-    result["cleaned_leftovers"] = probe.cleanup_leftovers()
+    try:
+        result["cleaned_leftovers"] = probe.cleanup_leftovers()
+    except ApiCallFailed as exc:
+        return "Kubernetes API: %s" % exc, result
     try:
         by_node = probe.run(all_nodes)
     finally:
         result["deleted"] = dict(probe.deleted)
+    api_errors.extend(probe.api_errors)
     nodes = [by_node[n] for n in names]
     required = params.get("require_mode")
     below = []
@@ -327,10 +369,8 @@ def run(params, check_mode, api=None, clock=time.time):
             if unmet:
                 below.append("%s: %s" % (node["name"], unmet))
     if params["labels"]:
-        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
-        fresh = dict((n["metadata"]["name"], n) for n in api.nodes(params["node_selector"]))
-        result["labels_changed"] = apply_labels(api, fresh, dict((n["name"], n) for n in nodes), check_mode, when)
-        result["changed"] = bool(result["labels_changed"])
+        proven = dict((n["name"], n) for n in nodes if not n.get("failure"))
+        _labels(api, result, proven, when, False, (), api_errors, diff)
     result["nodes"] = nodes
     result["summary"] = summarize(nodes, required)
     result["msg"] = "; ".join("%s: %s%s" % (n["name"], n["mode"], " (%s)" % n["reason"] if n["mode"] != "gds" else "")
@@ -339,11 +379,22 @@ def run(params, check_mode, api=None, clock=time.time):
     image = [n for n in nodes if (n.get("failure") or {}).get("kind") == "image"]
     if image:
         return image[0]["failure"]["message"] + " (nodes: %s)" % ", ".join(n["name"] for n in image), result
-    if failed or below:
-        parts = []
-        if failed:
-            parts.append("the probe pod could not give a verdict on %d node(s): %s" % (len(failed), " | ".join(failed)))
-        if below:
-            parts.append("%d node(s) below require_mode=%s: %s" % (len(below), required, " | ".join(below)))
-        return "; ".join(parts), result
-    return None, result
+    parts = [_api_failure(api_errors)] if api_errors else []
+    if failed:
+        parts.append("the probe pod could not give a verdict on %d node(s): %s" % (len(failed), " | ".join(failed)))
+    if below:
+        parts.append("%d node(s) below require_mode=%s: %s" % (len(below), required, " | ".join(below)))
+    return "; ".join(parts) or None, result
+
+
+def _labels(api, result, proven, when, check_mode, undecided, api_errors, diff):
+    labelled, unlabelled, changes = nl.apply(api, proven, when, check_mode, undecided, api_errors)
+    result.update(labels_changed=labelled, labels_removed=unlabelled, changed=bool(labelled or unlabelled))
+    if diff:
+        result["diff"] = changes
+
+
+def _api_failure(api_errors):
+    if not api_errors:
+        return None
+    return "the Kubernetes API refused or failed %d call(s): %s" % (len(api_errors), " | ".join(api_errors))

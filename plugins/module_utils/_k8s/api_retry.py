@@ -2,7 +2,8 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Bounded retry with exponential backoff for READ-ONLY Kubernetes API calls (helm history /
-get values, the kubernetes client's lists). PRIVATE to the collection.
+get values, the kubernetes client's lists), and the one-line text of a failed call naming its
+verb and resource (ApiCallFailed). PRIVATE to the collection.
 
 An API server restarting, a load balancer dropping a connection or etcd changing leader answer
 with "connection refused" or a 5xx for a few seconds; a rollout must not fail on that, and must
@@ -12,6 +13,7 @@ never retried here: helm has its own --wait / --timeout and the module rolls bac
 
 from __future__ import annotations
 
+import json
 import time
 
 ATTEMPTS = 5          # 1 call + 4 retries
@@ -40,6 +42,28 @@ class ApiUnavailable(Exception):
         super(ApiUnavailable, self).__init__(
             "Kubernetes API unavailable while %s: gave up after %d attempts over %.1fs (backoff %s): %s"
             % (what, attempts, waited, ", ".join("%gs" % d for d in delays(attempts)), error_text(last)))
+
+
+class ApiCallFailed(Exception):
+    """One API call that failed; ``str()`` names the verb and the resource refused, e.g.
+    ``patch nodes/gpu-b: 403 Forbidden: <the API server's message>``."""
+
+    def __init__(self, verb, resource, exc):
+        self.verb, self.resource, self.status = verb, resource, getattr(exc, "status", None)
+        super(ApiCallFailed, self).__init__("%s %s: %s" % (verb, resource, status_text(exc)))
+
+
+def status_text(exc):
+    """``403 Forbidden: <message of the Status body>`` for an API answer, else the error itself."""
+    status = getattr(exc, "status", None)
+    if not isinstance(status, int) or isinstance(status, bool):
+        return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    text = ("%d %s" % (status, getattr(exc, "reason", None) or "")).strip()
+    try:
+        message = json.loads(getattr(exc, "body", None) or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return text + (": " + message[:300] if message else "")
 
 
 def delays(attempts=ATTEMPTS, first=FIRST_DELAY, cap=MAX_DELAY):

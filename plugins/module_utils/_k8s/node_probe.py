@@ -2,12 +2,12 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gds_node_probe, the pure part: the probe bundle, ConfigMap and Pod specs, what a pod's status
-says, the per-node verdict and node labels. PRIVATE to the collection.
+says and the per-node verdict (the node labels are in ``node_labels``). PRIVATE to the collection.
 
 The pod runs the collection's own gds_facts gather (``_flows/gds_facts.gather``: collectors, the
-cuFile probe child, ``_gds/verdict.verdict``) from source files carried in a ConfigMap, so a
-node's verdict is computed by exactly the code that computes a host's. Nothing here talks to
-the API: ``_gds_node_probe_run`` does, tests call these functions with plain dicts.
+cuFile probe child, ``_gds/verdict.verdict``) from files in an immutable ConfigMap, so a node's
+verdict is computed by exactly the code that computes a host's; the pod's command (the pod spec,
+which nobody can change) checks their sha256 first. Nothing here talks to the API.
 """
 
 from __future__ import annotations
@@ -34,21 +34,43 @@ MANAGED_BY = ("app.kubernetes.io/managed-by", "gpudirect.storage.gds_node_probe"
 RUN_LABEL = "gpudirect.storage/node-probe-run"
 NODE_ANNOTATION = "gpudirect.storage/node"
 EXPIRES_ANNOTATION = "gpudirect.storage/expires"
+SHA256_ANNOTATION = "gpudirect.storage/bundle-sha256"
 MOUNT = "/gds-node-probe"
-EXIT_NO_PYTHON, EXIT_NO_CUFILE = 3, 4
+EXIT_NO_PYTHON, EXIT_NO_CUFILE, EXIT_BUNDLE = 3, 4, 5
 IMAGE_HELP = "use an image with python3 and libcufile.so.0 (docs/gds_node_probe.md says how to check one)"
 
 # Runs in the pod: the image must have /bin/sh; python3 is checked first so a missing one is
-# named, not reported as a generic start error.
+# named, not reported as a generic start error. $0 is LOADER, $1 the code directory, $2 its sha256.
 SHELL = ('command -v python3 >/dev/null 2>&1 || { echo "%s image python3 not found in the image (PATH=$PATH)"; '
-         'exit %d; }; exec python3 -I -S %s/entry.py' % (MARK, EXIT_NO_PYTHON, MOUNT))
+         'exit %d; }; exec python3 -I -S -c "$0" "$1" "$2"' % (MARK, EXIT_NO_PYTHON))
 
-# The pod's program: rebuild the module_utils package from the ConfigMap files in a temporary
+# The pod's first program, in the pod spec: read the ConfigMap volume's files once, run nothing
+# unless their sha256 is bundle_digest()'s, then run entry.py from those bytes with them (BUNDLE).
+LOADER = r'''
+import hashlib, os, sys
+where, want = sys.argv[1], sys.argv[2]
+files = {}
+for name in sorted(os.listdir(where)):
+    if not name.startswith(".."):  # the kubelet's own ..data links of a ConfigMap volume
+        with open(os.path.join(where, name), "rb") as f:
+            files[name] = f.read()
+digest = hashlib.sha256()
+for name in sorted(files):
+    key = name.encode("utf-8")
+    digest.update(b"%%d:%%s\0%%d:" %% (len(key), key, len(files[name])))
+    digest.update(files[name])
+if digest.hexdigest() != want:
+    print("%(mark)s bundle sha256 %%s of the probe code in the ConfigMap volume is not %%s, the one the module "
+          "created: the ConfigMap was replaced; nothing was run" %% (digest.hexdigest(), want))
+    sys.exit(%(bundle)d)
+exec(compile(files["entry.py"], "entry.py", "exec"), {"__name__": "__main__", "BUNDLE": files})
+''' % {"mark": MARK, "bundle": EXIT_BUNDLE}
+
+# The pod's program: rebuild the module_utils package from the checked files in a temporary
 # directory, run gather() with a subprocess-backed stand-in of AnsibleModule, print the facts.
 ENTRY = r'''
 import json, os, shutil, subprocess, sys, tempfile
 sys.dont_write_bytecode = True  # the package lives for one run
-HERE = os.path.dirname(os.path.abspath(__file__))
 MARK, PACKAGE = %(mark)r, %(package)r
 root = tempfile.mkdtemp(prefix="gds_node_probe_")
 try:
@@ -57,14 +79,15 @@ try:
         d = os.path.join(root, *PACKAGE.split(".")[:i + 1])
         os.makedirs(d, exist_ok=True)
         open(os.path.join(d, "__init__.py"), "a").close()
-    for name in os.listdir(HERE):
+    for name, data in sorted(BUNDLE.items()):
         if not name.startswith("mu.") or not name.endswith(".py"):
             continue
         parts = name[3:-3].split(".")
         os.makedirs(os.path.join(base, *parts[:-1]), exist_ok=True)
         for i in range(1, len(parts)):
             open(os.path.join(base, *(parts[:i] + ["__init__.py"])), "a").close()
-        shutil.copyfile(os.path.join(HERE, name), os.path.join(base, *parts[:-1] + [parts[-1] + ".py"]))
+        with open(os.path.join(base, *parts[:-1] + [parts[-1] + ".py"]), "wb") as f:
+            f.write(data)
     sys.path.insert(0, root)
     from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
     from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostpaths as _hostpaths
@@ -85,8 +108,7 @@ try:
                                input=data, universal_newlines=True, check=False)
             return p.returncode, p.stdout, p.stderr
 
-    with open(os.path.join(HERE, "params.json")) as f:
-        params = json.load(f)
+    params = json.loads(BUNDLE["params.json"].decode("utf-8"))
     facts = _gds_gather.gather(params, _hostpaths.HostPaths(), _runner.Runner(Shim()), tmp_root=root,
                                python=sys.executable)
     sys.stdout.write("\n%%s facts %%s\n" %% (MARK, json.dumps(facts, sort_keys=True, default=str)))
@@ -146,12 +168,34 @@ def probe_params(params):
             "cufile_lib": params.get("cufile_lib"), "cufile_env_path_json": None, "gather_cuda": True}
 
 
-def configmap(name, namespace, run_id, params, files=None):
+def bundle_data(params, files=None):
+    """The ConfigMap's data: the module_utils files, entry.py and the probe's parameters."""
     data = dict(files if files is not None else bundle())
     data["entry.py"] = ENTRY
     data["params.json"] = json.dumps(probe_params(params), sort_keys=True)
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace, "labels": {MANAGED_BY[0]: MANAGED_BY[1], RUN_LABEL: run_id}},
+    return data
+
+
+def bundle_digest(data):
+    """sha256 of the ConfigMap's data as the pod's LOADER computes it from the mounted files:
+    every key (sorted) with its length, then the value's UTF-8 bytes with theirs."""
+    digest = hashlib.sha256()
+    for name in sorted(data):
+        key, value = name.encode("utf-8"), data[name].encode("utf-8")
+        digest.update(b"%d:%s\0%d:" % (len(key), key, len(value)))
+        digest.update(value)
+    return digest.hexdigest()
+
+
+def configmap_name(run_id, digest):
+    """One name per run and bundle content: an immutable ConfigMap is never updated in place."""
+    return "gds-node-probe-%s-%s" % (run_id, digest[:12])
+
+
+def configmap(name, namespace, run_id, data, digest):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "immutable": True,
+            "metadata": {"name": name, "namespace": namespace, "labels": {MANAGED_BY[0]: MANAGED_BY[1], RUN_LABEL: run_id},
+                         "annotations": {SHA256_ANNOTATION: digest}},
             "data": data}
 
 
@@ -162,8 +206,18 @@ def pod_name(node, run_id):
     return "gds-probe-%s-%s-%s" % (stem or "node", digest, run_id)
 
 
-def pod_spec(node, run_id, params, cm_name, cm_uid, expires):
-    """The probe pod for ``node``: a GDS workload pinned to the node by name."""
+def container_security(privileged):
+    """The least privilege cuFile needs on a local file system: no capability, no privilege
+    escalation (the toolkit injects the GPU and nvidia-fs devices); ``privileged`` is the way out
+    for what needs more (docs/gds_node_probe.md)."""
+    if privileged:
+        return {"privileged": True, "allowPrivilegeEscalation": True}
+    return {"privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def pod_spec(node, run_id, params, cm_name, cm_uid, expires, digest):
+    """The probe pod for ``node``: a GDS workload pinned to the node by name, running the bundle
+    only if its sha256 is ``digest``."""
     env = [{"name": "NVIDIA_GDS", "value": "enabled"}, {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}]
     resources = {"requests": {"cpu": "100m", "memory": params["memory"]}, "limits": {"memory": params["memory"]}}
     if params["gpu_resource"]:
@@ -194,11 +248,12 @@ def pod_spec(node, run_id, params, cm_name, cm_uid, expires):
         "tolerations": tolerations,
         "containers": [{
             "name": "probe", "image": params["image"], "imagePullPolicy": params["image_pull_policy"],
-            "command": ["/bin/sh", "-c", SHELL], "env": env, "resources": resources, "volumeMounts": mounts,
-            "securityContext": {"privileged": bool(params["privileged"]),
-                                "allowPrivilegeEscalation": bool(params["privileged"])}}],
+            "command": ["/bin/sh", "-c", SHELL, LOADER, MOUNT + "/", digest], "env": env, "resources": resources,
+            "volumeMounts": mounts, "securityContext": container_security(params["privileged"])}],
         "volumes": volumes,
     }
+    if not params["privileged"]:
+        spec["securityContext"] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if params.get("runtime_class"):
         spec["runtimeClassName"] = params["runtime_class"]
     if params.get("image_pull_secrets"):
@@ -283,8 +338,8 @@ def still_waiting(pod, age):
 
 
 def parse_log(text):
-    """(facts or None, image problem or None) from the pod's log."""
-    facts, image = None, None
+    """(facts or None, {"image"/"bundle": problem}) from the pod's log."""
+    facts, problems = None, {}
     for line in (text or "").splitlines():
         if not line.startswith(MARK + " "):
             continue
@@ -294,9 +349,9 @@ def parse_log(text):
                 facts = json.loads(payload)
             except ValueError:
                 facts = None
-        elif kind == "image":
-            image = payload
-    return facts, image
+        elif kind in ("image", "bundle"):
+            problems[kind] = payload
+    return facts, problems
 
 
 def log_tail(text, lines=8):
@@ -328,30 +383,6 @@ def requirement_problem(node, required, require_proven=True):
     """The gate of gds_facts (``_gds/verdict.gate``) applied to one node: None when met, else why."""
     ok, why = verdict_mod.gate(node, required, require_proven=require_proven is not False)
     return None if ok else why
-
-
-# --- node labels ----------------------------------------------------------------------------------
-LABEL_MODE, LABEL_VERIFIED, ANNOTATION = "gpudirect.storage/gds-mode", "gpudirect.storage/gds-verified", \
-    "gpudirect.storage/gds-probe"
-
-
-def desired_labels(node):
-    return {LABEL_MODE: node["mode"], LABEL_VERIFIED: "true" if node.get("verified") else "false"}
-
-
-def label_patch(current, node, when):
-    """The merge patch for a Node (``current``: the Node dict) carrying ``node``'s verdict, or None
-    when its labels already say so (GB/s and time alone never rewrite a node)."""
-    labels = (current.get("metadata") or {}).get("labels") or {}
-    want = desired_labels(node)
-    annotations = (current.get("metadata") or {}).get("annotations") or {}
-    if all(labels.get(k) == v for k, v in want.items()) and ANNOTATION in annotations:
-        return None
-    tput = node.get("throughput") or {}
-    note = {"mode": node["mode"], "reason": node.get("reason"), "verified": bool(node.get("verified")),
-            "proven": bool(node.get("proven")), "write_gbps": tput.get("write_gbps"),
-            "read_gbps": tput.get("read_gbps"), "size_mb": tput.get("size_mb"), "time": when}
-    return {"metadata": {"labels": want, "annotations": {ANNOTATION: json.dumps(note, sort_keys=True)}}}
 
 
 def check_params(params):

@@ -20,120 +20,11 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-COLLECTIONS = os.path.join(ROOT, "build", "collections")
-CHART = os.path.join(FIXTURES, "charts", "gpu-operator-test")
-HELM_VERSIONS = ("3.19.0", "4.1.4")
-MANAGED = "app.kubernetes.io/managed-by=gpudirect.storage.gds_node_probe"
-# ":labelled": the node carries nvidia.com/gpu.present from the start (no GPU Operator runs in these tests)
-TWO_NODES = "gpu-a:ubuntu:22.04:gpu:labelled,gpu-b:ubuntu:24.04:gpu:labelled,cpu-0:debian:12"
-SIX_NODES = ",".join("gpu-%s:ubuntu:22.04:gpu:labelled" % c for c in "abcdef") + ",cpu-0:debian:12"
-
-sys.path.insert(0, FIXTURES)
-sys.path.insert(0, COLLECTIONS)
-from cuda_standin import standin  # noqa: E402  pylint: disable=wrong-import-position
-from k8s_emulator.fixture import Emulator  # noqa: E402  pylint: disable=wrong-import-position
+from np_cluster import (  # noqa: F401  pylint: disable=unused-import
+    COLLECTIONS, FIXTURES, HELM_VERSIONS, MANAGED, SIX_NODES, cluster_factory, standin_libs)
 
 
-@pytest.fixture(scope="session")
-def standin_libs(tmp_path_factory):
-    if not standin.gcc():
-        pytest.skip("no C compiler for the stand-ins")
-    link = os.path.join(COLLECTIONS, "ansible_collections", "gpudirect", "storage")
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(os.path.relpath(ROOT, os.path.dirname(link)), link)
-    return standin.build(str(tmp_path_factory.mktemp("standin")))
-
-
-class Cluster(object):
-    """An emulator whose GPU nodes run probe pods with the stand-ins and a fake GPU host."""
-
-    def __init__(self, tmp, libs, nodes=None, kubelet=None):
-        self.tmp = str(tmp)
-        host, proc = standin.fake_host(os.path.join(self.tmp, "node"), nvidia=True)
-        self.probe_dir = os.path.join(self.tmp, "probe")
-        os.makedirs(self.probe_dir)
-        settings = {"node_env": {"*": {"LD_LIBRARY_PATH": libs, "GPUDIRECT_HOST_ROOT": host,
-                                       "GPUDIRECT_PROC_ROOT": proc}}}
-        settings.update(kubelet or {})
-        self.settings = settings
-        self.emu = Emulator(os.path.join(self.tmp, "emulator"), nodes=nodes or TWO_NODES,
-                            env={"EMULATOR_KUBELET": json.dumps(settings)})
-        self.env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-                        ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=os.path.join(self.tmp, "ansible-local"),
-                        ANSIBLE_REMOTE_TEMP=os.path.join(self.tmp, "ansible-remote"),
-                        GDS_REPORT_DIR=os.path.join(self.tmp, "reports"),
-                        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-        self.env.pop("KUBECONFIG", None)
-        self.runs = 0
-        self._core = None
-
-    def core(self):
-        if self._core is None:
-            from kubernetes import client, config
-            api_client = config.new_client_from_config(config_file=self.emu.kubeconfig, persist_config=False)
-            self._core = client.CoreV1Api(api_client)
-        return self._core
-
-    def left_behind(self, namespace=None):
-        """Names of probe pods and ConfigMaps still in the cluster (all namespaces)."""
-        core = self.core()
-        pods = json.loads(core.list_pod_for_all_namespaces(label_selector=MANAGED, _preload_content=False).data)
-        cms = json.loads(core.list_config_map_for_all_namespaces(label_selector=MANAGED, _preload_content=False).data)
-        return [p["metadata"]["name"] for p in pods["items"]] + [c["metadata"]["name"] for c in cms["items"]]
-
-    def node(self, name):
-        return json.loads(self.core().read_node(name, _preload_content=False).data)
-
-    def run(self, playbook, extra, check=False, inventory="localhost,", task="Run gpudirect.storage.gds_node_probe"):
-        self.runs += 1
-        extra.setdefault("ansible_python_interpreter", sys.executable)
-        vars_file = os.path.join(self.tmp, "vars-%d.json" % self.runs)
-        with open(vars_file, "w") as handle:
-            json.dump(extra, handle)
-        argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook,
-                "-e", "@" + vars_file] + (["--check"] if check else [])
-        res = subprocess.run(argv, cwd=self.tmp, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, timeout=400, check=False)
-        try:
-            data = json.loads(res.stdout)
-        except ValueError:
-            raise AssertionError("no JSON from ansible-playbook (rc=%d):\n%s\n%s"
-                                 % (res.returncode, res.stdout[-3000:], res.stderr[-3000:]))
-        tasks = [t for play in data["plays"] for t in play["tasks"] if task in t["task"]["name"]]
-        assert tasks, res.stdout[-3000:]
-        return res.returncode, list(tasks[0]["hosts"].values())[0], res.stdout
-
-    def probe(self, check=False, **extra):
-        args = {"np_kubeconfig": self.emu.kubeconfig, "np_probe_path": [self.probe_dir]}
-        args.update(extra)
-        return self.run(os.path.join(HERE, "playbooks", "module.yml"), args, check=check)
-
-
-@pytest.fixture
-def cluster_factory(tmp_path, standin_libs):
-    made = []
-
-    def make(nodes=None, kubelet=None):
-        cluster = Cluster(tmp_path / ("c%d" % len(made)), standin_libs, nodes, kubelet)
-        made.append(cluster)
-        cluster.emu.start()
-        time.sleep(0.3)  # the kubelet applies the NotReady switch on its first ticks
-        return cluster
-
-    yield make
-    leftovers = {}
-    try:
-        for cluster in made:
-            if cluster.emu.proc and cluster.emu.proc.poll() is None:
-                leftovers[cluster.tmp] = cluster.left_behind()
-    finally:
-        for cluster in made:
-            cluster.emu.stop()
-    assert not any(leftovers.values()), leftovers  # failing runs included
+MODE = "node-restriction.kubernetes.io/gpudirect.storage.gds-mode"
 
 
 def _node(res, name):
@@ -153,7 +44,7 @@ def test_verdict_per_node_labels_idempotent(cluster_factory):
         assert node["verified_bytes"] == 8 << 20 and node["throughput"]["write_gbps"] > 0
         assert node["failure"] is None and node["pod"].startswith("gds-probe-%s-" % name)
         labels = cluster.node(name)["metadata"]["labels"]
-        assert labels["gpudirect.storage/gds-mode"] == "compat" and labels["gpudirect.storage/gds-verified"] == "true"
+        assert labels[MODE] == "compat" and labels["node-restriction.kubernetes.io/gpudirect.storage.gds-verified"] == "true"
         note = json.loads(cluster.node(name)["metadata"]["annotations"]["gpudirect.storage/gds-probe"])
         assert note["mode"] == "compat" and note["write_gbps"] > 0
     assert res["changed"] is True and res["labels_changed"] == ["gpu-a", "gpu-b"]
@@ -301,7 +192,7 @@ def test_k8s_playbook_operator_probe_report(tmp_path, standin_libs, helm_bins, h
     assert by_host["gpu-01"]["source"] == "kubernetes" and by_host["gpu-01"]["mode"] == "compat"
     assert by_host["gpu-01"]["status"] == "ok" and by_host["gpu-01"]["pod"].startswith("gds-probe-gpu-01-")
     assert by_host["gpu-02"]["status"] == "failed" and "OOMKilled" in by_host["gpu-02"]["reason"]
-    assert labels["gpudirect.storage/gds-mode"] == "compat"
+    assert labels[MODE] == "compat"
     with open(str(tmp_path / "reports" / "gds-fleet.md")) as handle:
         assert "| gpu-01 | kubernetes | ok | compat |" in handle.read()
     assert leftovers == []

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_labels as nl
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_probe as np
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as run_mod
 
@@ -20,7 +21,7 @@ def params(**extra):
 
 
 def test_pod_is_a_gds_workload_pinned_to_its_node():
-    pod = np.pod_spec("gpu-a.example.com", "r1", params(probe_path=["/mnt/nvme"]), "cm", "uid-1", 1234)
+    pod = np.pod_spec("gpu-a.example.com", "r1", params(probe_path=["/mnt/nvme"]), "cm", "uid-1", 1234, "ab" * 32)
     spec = pod["spec"]
     ctr = spec["containers"][0]
     assert pod["metadata"]["name"].startswith("gds-probe-gpu-a-example-com-") and len(pod["metadata"]["name"]) <= 63
@@ -33,7 +34,10 @@ def test_pod_is_a_gds_workload_pinned_to_its_node():
     assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 300
     assert ctr["resources"]["limits"]["nvidia.com/gpu"] == "1" and ctr["resources"]["limits"]["memory"] == "2Gi"
     assert {"name": "NVIDIA_GDS", "value": "enabled"} in ctr["env"]
-    assert ctr["securityContext"] == {"privileged": False, "allowPrivilegeEscalation": False}
+    assert ctr["securityContext"] == {"privileged": False, "allowPrivilegeEscalation": False,
+                                      "capabilities": {"drop": ["ALL"]}}
+    assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert spec["automountServiceAccountToken"] is False
     mounts = dict((m["mountPath"], m) for m in ctr["volumeMounts"])
     vols = dict((v["name"], v) for v in spec["volumes"])
     assert mounts["/run/udev"]["readOnly"] is True and vols["run-udev"]["hostPath"]["path"] == "/run/udev"
@@ -42,11 +46,18 @@ def test_pod_is_a_gds_workload_pinned_to_its_node():
     assert mounts["/gds-node-probe"]["readOnly"] is True and vols["probe-code"]["configMap"]["name"] == "cm"
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     assert "runtimeClassName" not in spec and ctr["command"][:2] == ["/bin/sh", "-c"]
+    assert ctr["command"][3] == np.LOADER and ctr["command"][4:] == ["/gds-node-probe/", "ab" * 32]  # the loader checks this sha256 first
+
+
+def test_privileged_is_all_or_nothing():
+    spec = np.pod_spec("n", "r", params(privileged=True), "cm", "u", 1, "d")["spec"]
+    assert spec["containers"][0]["securityContext"] == {"privileged": True, "allowPrivilegeEscalation": True}
+    assert "securityContext" not in spec
 
 
 def test_runtime_class_mode_requests_no_gpu_and_sees_all():
     spec = np.pod_spec("n", "r", params(gpu_resource="", runtime_class="nvidia", cufile_json="",
-                                        image_pull_secrets=["regcred"]), "cm", "u", 1)["spec"]
+                                        image_pull_secrets=["regcred"]), "cm", "u", 1, "d")["spec"]
     ctr = spec["containers"][0]
     assert spec["runtimeClassName"] == "nvidia" and spec["imagePullSecrets"] == [{"name": "regcred"}]
     assert "nvidia.com/gpu" not in ctr["resources"]["limits"]
@@ -55,8 +66,11 @@ def test_runtime_class_mode_requests_no_gpu_and_sees_all():
 
 
 def test_configmap_carries_the_collection_probe_and_gather():
-    cm = np.configmap("cm", "ns", "r1", params(probe_path=["/data"], probe_size_mb=16))
-    data = cm["data"]
+    data = np.bundle_data(params(probe_path=["/data"], probe_size_mb=16))
+    digest = np.bundle_digest(data)
+    cm = np.configmap(np.configmap_name("r1", digest), "ns", "r1", data, digest)
+    assert cm["immutable"] is True and cm["metadata"]["name"] == "gds-node-probe-r1-" + digest[:12]
+    assert cm["metadata"]["annotations"]["gpudirect.storage/bundle-sha256"] == digest
     for name in ("_gds.probe", "_gds.probe_child", "_gds.probe_io", "_gds.probe_lib", "_gds.probe_nvml", "_gds.probe_tune",
                  "_flows.gds_facts", "_gds.verdict", "_gds.collectors",
                  "_common.hostpaths", "_common.runner"):
@@ -125,19 +139,68 @@ def test_node_not_ready_and_cordoned():
 
 def test_parse_log_and_tail():
     text = "libcufile noise\n%s facts {\"mode\": \"compat\"}\n%s image python3 not found\n" % (np.MARK, np.MARK)
-    assert np.parse_log(text) == ({"mode": "compat"}, "python3 not found")
+    assert np.parse_log(text) == ({"mode": "compat"}, {"image": "python3 not found"})
+    assert np.parse_log("%s bundle sha256 x is not y" % np.MARK) == (None, {"bundle": "sha256 x is not y"})
     assert np.log_tail(text) == "libcufile noise\n%s image python3 not found" % np.MARK
+
+
+MODE = "node-restriction.kubernetes.io/gpudirect.storage.gds-mode"
+VERIFIED = "node-restriction.kubernetes.io/gpudirect.storage.gds-verified"
 
 
 def test_labels_change_only_when_the_verdict_does():
     node = {"mode": "compat", "verified": True, "reason": "r", "throughput": {"write_gbps": 1.0}}
-    patch = np.label_patch({"metadata": {"labels": {"x": "y"}}}, node, "2026-11-23T00:00:00Z")
-    assert patch["metadata"]["labels"] == {"gpudirect.storage/gds-mode": "compat", "gpudirect.storage/gds-verified": "true"}
+    patch = nl.label_patch({"metadata": {"labels": {"x": "y"}}}, node, "2026-11-23T00:00:00Z")
+    assert patch["metadata"]["labels"] == {MODE: "compat", VERIFIED: "true"}
     assert json.loads(patch["metadata"]["annotations"]["gpudirect.storage/gds-probe"])["write_gbps"] == 1.0
+    assert patch["metadata"]["annotations"]["gpudirect.storage/gds-proven-at"] == "2026-11-23T00:00:00Z"
     labelled = {"metadata": {"labels": dict(patch["metadata"]["labels"]), "annotations": patch["metadata"]["annotations"]}}
     faster = dict(node, throughput={"write_gbps": 9.0})
-    assert np.label_patch(labelled, faster, "2026-11-24T00:00:00Z") is None  # GB/s and time alone: no write
-    assert np.label_patch(labelled, dict(node, mode="gds"), "t")["metadata"]["labels"]["gpudirect.storage/gds-mode"] == "gds"
+    assert nl.label_patch(labelled, faster, "2026-11-24T00:00:00Z") is None  # GB/s and time alone: no write
+    assert nl.label_patch(labelled, dict(node, mode="gds"), "t")["metadata"]["labels"][MODE] == "gds"
+
+
+def _node_obj(name, labels=None, annotations=None):
+    return {"metadata": {"name": name, "labels": dict(labels or {}, **{"kubernetes.io/hostname": name}),
+                         "annotations": annotations or {}}}
+
+
+def test_label_plan_removes_ours_from_every_node_this_run_did_not_prove():
+    stale = _node_obj("gone", {MODE: "gds", VERIFIED: "true"}, {"gpudirect.storage/gds-proven-at": "t0", "x": "y"})
+    note_only = _node_obj("note", annotations={"gpudirect.storage/gds-probe": "{}"})
+    nodes = [_node_obj("a"), stale, note_only, _node_obj("plain", {"other/gds-mode": "gds"}),
+             _node_obj("busy", {MODE: "gds", VERIFIED: "true"})]
+    proven = {"a": {"mode": "compat", "verified": True}}
+    to_set, to_remove = nl.plan(nodes, proven, "2026-11-27T00:00:00Z")
+    assert sorted(to_set) == ["a"] and sorted(to_remove) == ["busy", "gone", "note"]
+    assert to_remove["gone"] == {"metadata": {"labels": {MODE: None, VERIFIED: None},
+                                              "annotations": {"gpudirect.storage/gds-proven-at": None}}}
+    assert sorted(nl.plan(nodes, proven, "t", undecided=["busy"])[1]) == ["gone", "note"]  # check mode
+    changes = nl.diff(nodes, dict(to_set, **to_remove))
+    assert changes["before"]["gone"][MODE] == "gds" and changes["after"]["gone"] == {}
+    assert changes["after"]["a"][MODE] == "compat" and changes["before"]["a"] == {}
+
+
+def test_bundle_digest_is_the_one_the_pod_loader_computes(tmp_path):
+    """The loader (pod spec) hashes the mounted files; a changed or an extra file changes it."""
+    import subprocess
+    import sys
+    data = {"entry.py": "print('ran')\n", "params.json": "{}", "mu._x.py": "# \u00e9\n"}
+    for name, text in data.items():
+        (tmp_path / name).write_bytes(text.encode("utf-8"))
+    (tmp_path / "..data").mkdir()  # the kubelet's own entries are not part of the bundle
+    digest = np.bundle_digest(data)
+
+    def loader(want):
+        return subprocess.run([sys.executable, "-I", "-S", "-c", np.LOADER, str(tmp_path) + "/", want],
+                              stdout=subprocess.PIPE, text=True, check=False)
+
+    ok = loader(digest)
+    assert ok.returncode == 0 and ok.stdout == "ran\n"
+    (tmp_path / "mu._y.py").write_text("import os\n")
+    bad = loader(digest)
+    assert bad.returncode == np.EXIT_BUNDLE and "ran" not in bad.stdout
+    assert np.parse_log(bad.stdout)[1]["bundle"].startswith("sha256 ")
 
 
 def test_requirement_uses_the_gds_facts_gate(monkeypatch):
@@ -207,8 +270,9 @@ def test_kube_api_deletes_report_gone_objects_and_raise_other_errors():
     api.core = _FakeCore(missing={"gone"}, forbidden={"locked"})
     assert api.delete_pod("ns", "p1") is True and api.delete_pod("ns", "gone") is False
     assert api.delete_configmap("ns", "cm") is True and api.delete_configmap("ns", "gone") is False
-    with pytest.raises(run_mod.ApiException):
+    with pytest.raises(run_mod.ApiCallFailed) as err:  # names the verb and the resource
         api.delete_configmap("ns", "locked")
+    assert str(err.value) == "delete configmaps/locked: 403"
     assert api.core.calls[0] == ("pod", "p1", "ns", {"grace_period_seconds": 0, "_preload_content": False})
     assert api.core.calls[2] == ("configmap", "cm", "ns", {"_preload_content": False})
     assert api.pods("ns", "app=x") == [{"metadata": {"name": "p"}}] and api.nodes("") == []

@@ -1,0 +1,116 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""gds_node_probe's node labels: what each node should carry after a run (pure), and ``apply()``
+through the probe's API object. PRIVATE to the collection.
+
+The labels are under ``node-restriction.kubernetes.io/``: Kubernetes' NodeRestriction admission
+refuses a kubelet's change of those on its own Node, so a node cannot claim GDS by itself. The
+annotations (the probe's figures, the time of the proof) are informational. After a run with
+labels, exactly the nodes this run proved carry them: a node with a verdict gets it, every other
+node that carries any of them (it left the selector or the ``nodes`` list, or its pod gave no
+verdict) loses them all.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.api_retry import ApiCallFailed
+
+LABEL_MODE = "node-restriction.kubernetes.io/gpudirect.storage.gds-mode"
+LABEL_VERIFIED = "node-restriction.kubernetes.io/gpudirect.storage.gds-verified"
+ANNOTATION = "gpudirect.storage/gds-probe"
+PROVEN_AT = "gpudirect.storage/gds-proven-at"
+LABELS, ANNOTATIONS = (LABEL_MODE, LABEL_VERIFIED), (ANNOTATION, PROVEN_AT)
+
+
+def ours(node):
+    """{key: value} of the module's labels and annotations on a Node dict."""
+    meta = node.get("metadata") or {}
+    out = dict((k, v) for k, v in (meta.get("labels") or {}).items() if k in LABELS)
+    out.update((k, v) for k, v in (meta.get("annotations") or {}).items() if k in ANNOTATIONS)
+    return out
+
+
+def desired_labels(record):
+    return {LABEL_MODE: record["mode"], LABEL_VERIFIED: "true" if record.get("verified") else "false"}
+
+
+def label_patch(current, record, when):
+    """The merge patch for a Node (``current``: the Node dict) carrying ``record``'s verdict, or
+    None when it already says so: GB/s and time alone never rewrite a node, so ``PROVEN_AT`` is
+    when the current verdict was first proven (RFC 3339, UTC)."""
+    have = ours(current)
+    want = desired_labels(record)
+    if all(have.get(k) == v for k, v in want.items()) and all(k in have for k in ANNOTATIONS):
+        return None
+    tput = record.get("throughput") or {}
+    note = {"mode": record["mode"], "reason": record.get("reason"), "verified": bool(record.get("verified")),
+            "proven": bool(record.get("proven")), "write_gbps": tput.get("write_gbps"),
+            "read_gbps": tput.get("read_gbps"), "size_mb": tput.get("size_mb"), "time": when}
+    return {"metadata": {"labels": want, "annotations": {ANNOTATION: json.dumps(note, sort_keys=True),
+                                                         PROVEN_AT: when}}}
+
+
+def removal_patch(current):
+    """The merge patch that removes every label and annotation of the module, or None."""
+    have = ours(current)
+    if not have:
+        return None
+    return {"metadata": {"labels": dict((k, None) for k in LABELS if k in have),
+                         "annotations": dict((k, None) for k in ANNOTATIONS if k in have)}}
+
+
+def plan(cluster_nodes, proven, when, undecided=()):
+    """({node: patch} to set, {node: patch} to remove) for the Node dicts ``cluster_nodes``:
+    ``proven`` maps the names this run proved to their records; ``undecided`` names are left
+    alone (in check mode, the selected nodes whose verdict is not known)."""
+    to_set, to_remove = {}, {}
+    for node in cluster_nodes:
+        name = node["metadata"]["name"]
+        if name in proven:
+            patch = label_patch(node, proven[name], when)
+            if patch:
+                to_set[name] = patch
+        elif name not in undecided:
+            patch = removal_patch(node)
+            if patch:
+                to_remove[name] = patch
+    return to_set, to_remove
+
+
+def diff(cluster_nodes, patches):
+    """Ansible's diff of the nodes ``patches`` touch: their labels and annotations before and after."""
+    before, after = {}, {}
+    for node in cluster_nodes:
+        name = node["metadata"]["name"]
+        if name not in patches:
+            continue
+        before[name] = ours(node)
+        meta = patches[name]["metadata"]
+        changes = dict(meta.get("labels") or {}, **(meta.get("annotations") or {}))
+        after[name] = dict((k, v) for k, v in dict(before[name], **changes).items() if v is not None)
+    return {"before": before, "after": after}
+
+
+def apply(api, proven, when, check_mode, undecided=(), errors=None):
+    """Give the nodes in ``proven`` their verdict's labels and take the module's labels off every
+    other node (but ``undecided``); a refused patch is recorded in ``errors`` and the next node
+    goes on. Returns (names labelled, names unlabelled, diff of what was (or would be) done)."""
+    errors = errors if errors is not None else []
+    try:
+        cluster = api.nodes("")
+    except ApiCallFailed as exc:
+        errors.append(str(exc))
+        return [], [], {}
+    to_set, to_remove = plan(cluster, proven, when, undecided)
+    done = {}
+    for name, patch in sorted(dict(to_set, **to_remove).items()):
+        try:
+            if not check_mode:
+                api.patch_node(name, patch)
+            done[name] = patch
+        except ApiCallFailed as exc:
+            errors.append(str(exc))
+    return sorted(n for n in to_set if n in done), sorted(n for n in to_remove if n in done), diff(cluster, done)
