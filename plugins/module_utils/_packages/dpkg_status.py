@@ -22,7 +22,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._packages.repos 
 DPKG_QUERY_PROGRAMS = ("/usr/bin/dpkg-query", "/bin/dpkg-query")
 DATABASE_ENVIRON = ("DPKG_ADMINDIR", "DPKG_ROOT")
 # Debian policy 5.6.1: lower case letters, digits, "+", "-", "."; at least two characters,
-# starting with a letter or digit (checked without a regex: a plan compiles none it can spare)
+# starting with a letter or digit
 _NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _NAME_CHARS = _NAME_FIRST | frozenset("+-.")
 _STANZA = "\nPackage: "
