@@ -138,8 +138,9 @@ def selection(templar, task_vars):
     def switch(name, default):
         return boolean(value(name, default), strict=False)
 
-    if value("gds_plan_stages") is not None:
-        stages = [s for s in SELECTABLE_STAGES if s in value("gds_plan_stages")]
+    asked = value("gds_plan_stages")
+    if asked is not None:
+        stages = [s for s in SELECTABLE_STAGES if s in asked]
     else:
         chosen = SELECTABLE_STAGES if "all" in run_tags else run_tags
         stages = [s for s in SELECTABLE_STAGES
