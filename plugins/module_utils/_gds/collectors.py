@@ -116,12 +116,9 @@ class Collector(object):
         return parse.parse_iommu(self.read("proc_cmdline", ""), count)
 
     def secure_boot(self):
-        path = os.path.join(self.paths.efivars, secure_boot.EFIVAR)
-        try:
-            with open(path, "rb") as f:
-                return parse.parse_secure_boot(f.read())
-        except (IOError, OSError):
-            return "unknown"
+        """``enabled``, ``disabled``, or ``unknown`` (no such efivar: BIOS boot, no efivarfs)."""
+        enabled = secure_boot.secure_boot_enabled(self.paths)
+        return "unknown" if enabled is None else ("enabled" if enabled else "disabled")
 
     def nvme(self):
         base = self.paths.sys_class_nvme

@@ -14,7 +14,6 @@ import os
 import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse as _hostparse
-from ansible_collections.gpudirect.storage.plugins.module_utils._kernel.secure_boot import secure_boot_state
 
 # ---------------------------------------------------------------------------------------------
 # /proc/driver/nvidia/version (+ /sys/module/nvidia/taint)
@@ -294,14 +293,6 @@ def parse_iommu(cmdline, group_count):
     else:
         mode = "translated"
     return {"mode": mode, "enabled": bool(group_count), "groups": group_count or 0, "cmdline": flags}
-
-
-def parse_secure_boot(data):
-    """The SecureBoot efivar bytes (4 attribute bytes + 1 value byte) -> ``enabled`` /
-    ``disabled``; ``unknown`` when there is no such variable (BIOS boot, no efivarfs) or it is
-    malformed."""
-    state = secure_boot_state(data)
-    return "unknown" if state is None else ("enabled" if state else "disabled")
 
 
 def soname_version(path):

@@ -10,7 +10,9 @@ import os
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse as p
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.collectors import Collector
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 GDS = os.path.join(ROOT, "fixtures", "gds")
@@ -132,8 +134,13 @@ def test_iommu():
 
 @pytest.mark.parametrize("data, state", [
     (b"\x06\x00\x00\x00\x01", "enabled"), (b"\x06\x00\x00\x00\x00", "disabled"), (b"", "unknown"), (None, "unknown")])
-def test_secure_boot(data, state):
-    assert p.parse_secure_boot(data) == state
+def test_secure_boot(tmp_path, data, state):
+    efivars = tmp_path / "sys/firmware/efi/efivars"
+    efivars.mkdir(parents=True)
+    if data is not None:
+        (efivars / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c").write_bytes(data)
+    paths = HostPaths(root=str(tmp_path), proc_root=str(tmp_path))
+    assert Collector(paths, runner=None, environ={}).secure_boot() == state
 
 
 def test_versions():
