@@ -46,7 +46,8 @@ attributes:
     details: Only read-only helm commands (C(version), C(show chart), C(history), C(get values)) and API reads run.
   diff_mode:
     support: full
-    details: The user values of the release before and after (YAML), with the chart name-version.
+    details: The user values of the release before and after (YAML), with the chart name-version; credentials
+      masked as described in O(show_values).
 requirements:
   - helm 3 (3.19 or later tested) or helm 4 (4.1 tested)
   - kubernetes (Python library)
@@ -101,6 +102,20 @@ options:
     type: list
     elements: path
     default: []
+  show_values:
+    description:
+      - Return the merged values applied in RV(applied_values). Chart values may hold registry passwords or
+        NGC API keys, so by default no result carries them.
+      - Where values are shown (RV(applied_values), and the diff in diff mode), the value of every key whose name
+        says it holds a credential (C(password), C(token), C(secret), C(apiKey), C(accessKey), C(auth), C(ngc),
+        C(dockerconfigjson), ...; not names of secrets such as C(secretName) or C(imagePullSecrets)) is shown as
+        C(********), and credentials in strings (C(nvapi-...) keys, C(user:password@) in URLs, bearer tokens)
+        are masked. A credential under a name that does not say so (an C(env) list's C(value)) is masked only in
+        those forms; set C(no_log: true) on the task to keep the diff out of the output altogether.
+      - helm itself always gets the values as given (through a 0600 file).
+    type: bool
+    default: false
+    version_added: 0.1.0
   gds:
     description:
       - GPUDirect Storage settings, written to the chart's C(gds.*) values. An option set here must not
@@ -310,11 +325,13 @@ release:
   type: dict
   sample: {name: gpu-operator, namespace: gpu-operator, revision: 3, chart: gpu-operator-v26.7.0,
            chart_version: v26.7.0, app_version: v26.7.0, status: deployed}
-values:
-  description: The merged user-supplied values applied (desired ones in check mode); empty for O(state=absent).
-  returned: always
+applied_values:
+  description:
+    - The merged user-supplied values applied (desired ones in check mode), credentials masked as described in
+      O(show_values); empty for O(state=absent).
+  returned: when O(show_values=true)
   type: dict
-  sample: {gds: {enabled: true, version: "2.29.4"}, driver: {kernelModuleType: open}}
+  sample: {gds: {enabled: true, version: "2.29.4"}, driver: {kernelModuleType: open}, ngc: {apiKey: "********"}}
 reasons:
   description: Why the release needed action (empty when nothing changed).
   returned: always

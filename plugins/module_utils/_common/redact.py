@@ -73,14 +73,34 @@ def secret_key(name):
     return any(w in _SECRET_WORDS_OF_KEYS for w in words) or any(p in _SECRET_PAIRS_OF_KEYS for p in zip(words, words[1:]))
 
 
-def redact_values(value):
-    """A copy of a nested dict/list document with the value under every secret-looking key
-    replaced by ******** (strings in it also pass through :func:`redact_text`)."""
+def redact_values(value, under_secret=False):
+    """A copy of a nested dict/list document in which every value under a secret-looking key is
+    ******** (a dict or list there keeps its keys, every value in it masked); other strings pass
+    through :func:`redact_text`. An empty value stays as it is: it says the setting is unset."""
     if isinstance(value, dict):
-        return dict((k, MASK if secret_key(k) and v not in (None, "", {}, []) else redact_values(v))
-                    for k, v in value.items())
+        return dict((k, redact_values(v, under_secret or secret_key(k))) for k, v in value.items())
     if isinstance(value, list):
-        return [redact_values(v) for v in value]
-    if isinstance(value, str):
-        return redact_text(value)
-    return value
+        return [redact_values(v, under_secret) for v in value]
+    if under_secret and value not in (None, ""):
+        return MASK
+    return redact_text(value) if isinstance(value, str) else value
+
+
+def secret_strings(value):
+    """The strings of a nested document that :func:`redact_values` masks (whole, as they are), for
+    AnsibleModule.no_log_values: Ansible then masks them wherever they appear in a result,
+    including the echo of the module's own arguments."""
+    found = set()
+
+    def walk(original, shown):
+        if isinstance(original, dict):
+            for key in original:
+                walk(original[key], shown[key])
+        elif isinstance(original, list):
+            for item, item_shown in zip(original, shown):
+                walk(item, item_shown)
+        elif isinstance(original, str) and original != shown:
+            found.add(original)
+
+    walk(value, redact_values(value))
+    return found

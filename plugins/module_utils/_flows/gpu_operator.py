@@ -32,6 +32,7 @@ except ImportError:
     YAML_IMPORT_ERROR = traceback.format_exc()
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.redact import redact_values, secret_strings
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import api_retry as retry
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.operator_values import ValuesError, desired_values, preflight
@@ -51,6 +52,7 @@ def argument_spec():
         chart_version=dict(type="str"),
         values=dict(type="dict", default={}),
         values_files=dict(type="list", elements="path", default=[]),
+        show_values=dict(type="bool", default=False),
         gds=dict(type="dict", default={}, options=dict(
             enabled=dict(type="bool"), version=dict(type="str"), repository=dict(type="str"),
             image=dict(type="str"))),
@@ -141,13 +143,10 @@ def merge_node_reports(preflight_nodes, wait_nodes):
 
 class GpuOperatorManager(object):
     def __init__(self, module, runner=None, source_factory=None, clock=time.monotonic, sleep=None):
-        self.module = module
-        self.params = module.params
+        self.module, self.params = module, module.params
         self.runner = runner or Runner(module)
         self.source_factory = source_factory
-        self.clock = clock
-        self.sleep = sleep or time.sleep
-        self.warnings = []
+        self.clock, self.sleep = clock, sleep or time.sleep
         self.result = {"changed": False}
         self._tmp_files = []
 
@@ -237,14 +236,15 @@ class GpuOperatorManager(object):
         except Exception:
             return {}
 
-    def _report(self, helm, **extra):
-        self.result.update(helm_version=helm.version or "", commands=list(helm.commands))
-        self.result.update(extra)
+    def _report(self, helm, values, **extra):
+        shown = {"applied_values": redact_values(values)} if self.params["show_values"] else {}  # secrets masked
+        self.result.update(helm_version=helm.version or "", commands=list(helm.commands), **dict(extra, **shown))
         return self.result
 
     # --- main -----------------------------------------------------------------------------
     def run(self):
         params = self.params
+        self.module.no_log_values.update(secret_strings(params.get("values")))  # before any failure echoes them
         timeout = self._timeout()
         self.expect = self._expectation()
         kubeconfig = self._kubeconfig()
@@ -287,7 +287,7 @@ class GpuOperatorManager(object):
         before = self._read("reading the release values", helm.get_values, name, ns) if installed else {}
         self.result["changed"] = installed
         if installed and self.module._diff:
-            self.result["diff"] = values_diff(name, before, {}, history[-1]["chart"], "", _yaml_dump)
+            self.result["diff"] = values_diff(name, redact_values(before), {}, history[-1]["chart"], "", _yaml_dump)
         if installed and not self.module.check_mode:
             res = helm.uninstall(name, ns, wait=self.params["wait"], timeout=timeout)
             if res.rc != 0:
@@ -310,6 +310,7 @@ class GpuOperatorManager(object):
         chart = helm.show_chart(params["chart_ref"], params.get("chart_repo_url"), params.get("chart_version"))
         history = self._read("reading the release history", helm.history, name, ns, chart["name"])
         current = self._read("reading the release values", helm.get_values, name, ns) if history else {}
+        self.module.no_log_values.update(secret_strings(desired) | secret_strings(current))  # out of any output
         source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
         nodes = self._kube("listing nodes", source.list, "nodes")[0]
         pre = preflight(desired, nodes, params["unsupported_os"], chart.get("version"))
@@ -321,9 +322,8 @@ class GpuOperatorManager(object):
         needed, reasons = plan_release(history, current, desired, chart)
         self.result.update(changed=needed, reasons=reasons)
         if self.module._diff:
-            before_chart = history[-1]["chart"] if history else ""
-            self.result["diff"] = values_diff(name, current if history else {}, desired, before_chart,
-                                              "%s-%s" % (chart["name"], chart["version"]), _yaml_dump)
+            self.result["diff"] = values_diff(name, redact_values(current), redact_values(desired), history[-1]["chart"]
+                                              if history else "", "%s-%s" % (chart["name"], chart["version"]), _yaml_dump)
         if self.module.check_mode:
             evaluation = self._kube("reading GDS readiness", kw.Waiter(source, expect=self.expect).snapshot) \
                 if history else {}

@@ -24,14 +24,14 @@ from gpu_operator_rig import CHART, CRASH_MESSAGE, REAL_CHART, base, container, 
 def test_lifecycle(rig):
     """install -> idempotent -> change gds.version -> check mode -> CrashLoopBackOff + rollback -> absent."""
     # install: helm upgrade --install, then ClusterPolicy ready and nvidia-fs-ctr ready on both GPU nodes
-    rc, res, out = rig.play(**base(rig, go_gds={"version": "2.29.4"}))
+    rc, res, out = rig.play(**base(rig, go_gds={"version": "2.29.4"}, go_show_values=True))
     assert rc == 0, out[-4000:]
     assert res["changed"] is True and res["reasons"] == ["release is not installed"]
     assert res["release"]["revision"] == 1 and res["release"]["status"] == "deployed"
     assert res["release"]["chart"].startswith("gpu-operator-")
     assert REAL_CHART or res["release"]["chart"] == "gpu-operator-26.7.0-test.1"
     assert res["helm_version"] == os.path.basename(os.path.dirname(rig.helm))
-    assert res["values"] == {"gds": {"enabled": True, "version": "2.29.4"}}
+    assert res["applied_values"] == {"gds": {"enabled": True, "version": "2.29.4"}}
     assert res["cluster_policy"]["state"] == "ready"
     assert [n["name"] for n in res["nodes"]] == ["gpu-a", "gpu-b"]
     for name in ("gpu-a", "gpu-b"):
@@ -45,7 +45,7 @@ def test_lifecycle(rig):
     # idempotent re-run: nothing to do, and GDS is still verified
     rc, res, out = rig.play(**base(rig, go_gds={"version": "2.29.4"}))
     assert rc == 0, out[-4000:]
-    assert res["changed"] is False and res["reasons"] == []
+    assert res["changed"] is False and res["reasons"] == [] and "applied_values" not in res
     assert not any(" upgrade " in c for c in res["commands"])
     assert res["release"]["revision"] == 1 and res["cluster_policy"]["state"] == "ready"
 
@@ -59,9 +59,11 @@ def test_lifecycle(rig):
 
     # check mode + diff of a further change: predicted changed, nothing touched
     before = rig.revisions()
-    rc, res, out = rig.play(check=True, diff=True, **base(rig, go_gds={"version": "2.31.0"}))
+    # (with a registry password in the values: masked in the diff, nowhere in the output)
+    rc, res, out = rig.play(check=True, diff=True, **base(rig, go_gds={"version": "2.31.0"},
+                                                          go_values={"driver": {"registryPassword": "Hunter2Int"}}))
     assert rc == 0, out[-4000:]
-    assert res["changed"] is True
+    assert res["changed"] is True and "Hunter2Int" not in out and "registryPassword: '********'" in res["diff"]["after"]
     assert "2.30.1" in res["diff"]["before"] and "2.31.0" in res["diff"]["after"]
     assert not any(" upgrade " in c or " rollback " in c for c in res["commands"])
     assert rig.revisions() == before
@@ -112,7 +114,7 @@ def test_role_tgz_rdma_kubeconfig_content(rig):
     assert rc == 0, out[-4000:]
     assert token not in out
     assert first["changed"] is True
-    assert first["values"]["driver"] == {"kernelModuleType": "open", "rdma": {"enabled": True, "useHostMofed": False}}
+    assert rig.user_values()["driver"] == {"kernelModuleType": "open", "rdma": {"enabled": True, "useHostMofed": False}}
     for report in first["nodes"]:
         assert container(report, "nvidia-peermem-ctr")["ready"] is True and report["gds_ready"] is True
     rc, second, out = rig.play("role.yml", **extra)

@@ -10,7 +10,7 @@ import base64
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.redact import (
-    MASK, redact_text, redact_values, secret_key)
+    MASK, redact_text, redact_values, secret_key, secret_strings)
 
 NGC_LEGACY = base64.b64encode(b"abcdefghijklmnopqrstuvwxyz:01234567-89ab-cdef-0123-456789abcdef").decode()
 
@@ -83,13 +83,22 @@ def test_redact_values_masks_secret_keys_at_every_depth_and_keeps_the_rest():
               "extra": [{"name": "NGC_API_KEY", "value": "x"}, {"password": "Hunter2"}],
               "note": "pull with --password=Hunter2",
               "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
-              "token": ""}
+              "token": "",
+              "auths": {"nvcr.io": {"username": "$oauthtoken", "auth": "JG9hdXRodG9rZW46c2VjcmV0"}}}
     out = redact_values(values)
     text = repr(out)
     assert "Hunter2" not in text and "nvapi-abcdef0123" not in text
     assert out["driver"] == values["driver"]
-    assert out["ngc"] == MASK
+    assert out["ngc"] == {"apiKey": MASK}
     assert out["extra"][1] == {"password": MASK}
     assert out["tolerations"] == values["tolerations"]
     assert out["token"] == ""  # nothing to hide: an empty value says it is unset
+    assert out["auths"] == {"nvcr.io": {"username": MASK, "auth": MASK}}  # the registry stays visible
     assert values["ngc"] == {"apiKey": "nvapi-abcdef0123"}  # the input is not changed
+
+
+def test_secret_strings_are_the_whole_strings_redact_values_masks():
+    values = {"ngc": {"apiKey": "nvapi-abcdef0123"}, "env": [{"name": "PULL", "value": "--password=Hunter2 x"}],
+              "registry": {"password": "Pw"}, "gds": {"version": "2.29.4"}, "token": "", "auth": {"enabled": True}}
+    assert secret_strings(values) == {"nvapi-abcdef0123", "--password=Hunter2 x", "Pw"}
+    assert secret_strings(None) == set() and secret_strings({}) == set()
