@@ -26,8 +26,10 @@ import copy
 import json
 import re
 import shlex
+import time
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, tail
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.outcome import error_text
 
 RELEASE_NOT_FOUND = "release: not found"
 HEALTHY_STATUSES = ("deployed",)
@@ -201,6 +203,20 @@ def plan_release(history, current_values, desired_values, desired_chart):
     return bool(reasons), reasons
 
 
+def release_info(name, namespace, history):
+    if not history or history[-1]["status"] == "uninstalled":
+        return {"name": name, "namespace": namespace, "status": "absent"}
+    latest = history[-1]
+    return {"name": name, "namespace": namespace, "revision": latest["revision"], "chart": latest["chart"],
+            "chart_version": latest["chart_version"], "app_version": latest["app_version"],
+            "status": latest["status"], "description": latest["description"], "updated": latest["updated"]}
+
+
+def latest_revision(history):
+    """(revision, status) of the newest revision, None when there is no release."""
+    return (history[-1]["revision"], history[-1]["status"]) if history else None
+
+
 def previous_good_revision(history):
     """The revision to roll back to after a failed upgrade: the newest ``deployed`` or
     ``superseded`` one (None for a first install)."""
@@ -279,10 +295,16 @@ class Helm(object):
         self.major = None
         self.version = None
         self.commands = []
+        self.slowest = 0.0  # seconds of the slowest read-only call (undo_reserve)
 
     def _run(self, argv, mutates=False, check=True, hint=None):
         self.commands.append(command_text(argv))
-        return self.runner.run(argv, check=check, mutates=mutates, hint=hint)
+        started = time.monotonic()
+        try:
+            return self.runner.run(argv, check=check, mutates=mutates, hint=hint)
+        finally:
+            if not mutates:
+                self.slowest = max(self.slowest, time.monotonic() - started)
 
     def detect_version(self):
         res = self._run([self.binary, "version", "--short"], hint="is helm (3.x or 4.x) installed?")
@@ -316,6 +338,20 @@ class Helm(object):
         if version:
             argv += ["--version", version]
         return parse_chart_metadata(self._run(argv, hint="cannot read chart %s" % chart_ref).stdout)
+
+    def render(self, release, namespace, chart_ref, values_file, values, repo_url=None, version=None):
+        """``helm template`` (offline): HelmError naming the values set when the chart refuses
+        them. Check mode and a real run fail alike, before helm installs anything (a failed
+        ``upgrade --install`` has applied the chart's CRDs already)."""
+        argv = [self.binary, "template", release, chart_ref, "--namespace", namespace, "--values", values_file]
+        if repo_url:
+            argv += ["--repo", repo_url]
+        if version:
+            argv += ["--version", version]
+        res = self._run(argv, check=False)
+        if res.rc != 0:
+            raise HelmError("the chart refuses these values, nothing was changed: %s; values set: %s"
+                            % (tail(error_text(res.stderr)) or tail(res.stdout), ", ".join(diff_paths({}, values))))
 
     def upgrade(self, release, namespace, chart_ref, values_file, **kwargs):
         argv = upgrade_argv(self.binary, self.major, release, namespace, chart_ref, values_file,

@@ -26,7 +26,8 @@ import re
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import os_policy
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import merge_values
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import gpu_candidates, node_os, os_text
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import (
+    gpu_candidates, node_config, node_os, os_text)
 
 OPEN_MODULE_MIN_GDS = (2, 17, 5)
 # chart v25.3.0 added driver.kernelModuleType and made driver.useOpenKernelModules a no-op
@@ -48,6 +49,12 @@ OPTION_PATHS = (
     (("driver", "version"), ("driver", "version")),
     (("driver", "kernel_module_type"), ("driver", "kernelModuleType")),
 )
+
+
+# chart switches whose value must be a boolean (a string is truthy in the chart's "if")
+SWITCHES = (("gds", "enabled"), ("driver", "enabled"), ("driver", "usePrecompiled"), ("driver", "rdma", "enabled"),
+            ("driver", "rdma", "useHostMofed"), ("driver", "nvidiaDriverCRD", "enabled"),
+            ("driver", "nvidiaDriverCRD", "deployDefaultCR"))
 
 
 class ValuesError(ValueError):
@@ -124,6 +131,13 @@ def desired_values(files, values, options):
     result = merge_values(merged, opts)
     if _get(result, ("gds", "enabled"))[0] is None:
         _set(result, ("gds", "enabled"), True)  # the module's default, unlike the chart's
+    for path in SWITCHES:
+        value = _get(result, path)[0]
+        if isinstance(value, str):
+            raise ValuesError("values %s: %s is a string, not a boolean: the chart reads a non-empty string as true "
+                              "in its conditions and writes the text into the ClusterPolicy; write %s: %s "
+                              "without quotes" % (".".join(path), yaml_scalar(value), ".".join(path),
+                                                  "true" if _truthy(value) else "false"))
     return result
 
 
@@ -163,8 +177,9 @@ def _flag(values, path):
     return None if not found or value is None else _truthy(value)
 
 
-def _module_type_checks(values, version, chart_version):
-    """(errors, warnings) about the kernel module flavour, as the chart in use reads it."""
+def _module_type_checks(values, version, chart_version, options=()):
+    """(errors, warnings) about the kernel module flavour, as the chart in use reads it;
+    ``options``: the value paths set through the module's options (the fix is told there)."""
     errors, warnings = [], []
     parsed = parse_gds_version(version) if version else None
     needs_open = parsed is None or parsed >= OPEN_MODULE_MIN_GDS
@@ -180,7 +195,9 @@ def _module_type_checks(values, version, chart_version):
                             "driver.kernelModuleType decides); it is ignored" % chart_text)
         if needs_open and module_type is not None and str(module_type).lower() == "proprietary":
             errors.append("GDS %s needs the open NVIDIA kernel module but driver.kernelModuleType: proprietary; "
-                          "use driver.kernel_module_type: open (or auto)" % gds_text)
+                          "%s" % (gds_text, "use driver.kernel_module_type: open (or auto)"
+                                  if ("driver", "kernelModuleType") in options else
+                                  "set driver.kernelModuleType: open (or auto) in values"))
     else:
         if module_type is not None:
             warnings.append("driver.kernelModuleType is not read by chart %s (added in v25.3.0); "
@@ -191,33 +208,54 @@ def _module_type_checks(values, version, chart_version):
     return errors, warnings
 
 
-def preflight(values, nodes, unsupported_os="warn", chart_version=None):
-    """Check ``values`` (desired, merged) against the cluster's ``nodes`` (JSON, all nodes) and
-    the chart version (``helm show chart``) that will read them.
+def planned_driver_config(values, drivers):
+    """(ClusterPolicy, NVIDIADrivers) as the operator will see them once helm applied ``values``:
+    in NVIDIADriver mode the CRs helm does not manage plus the chart's default CR
+    (``driver.nvidiaDriverCRD.deployDefaultCR``, rendered from ``gds``/``driver.rdma``)."""
+    enabled = gds_settings(values)[0]
+    gds = dict(_get(values, ("gds",))[0] or {}, enabled=enabled)
+    rdma = {"enabled": bool(_flag(values, ("driver", "rdma", "enabled")))}
+    crd_mode = bool(_flag(values, ("driver", "nvidiaDriverCRD", "enabled")))
+    policy = {"metadata": {"name": "(from values)"},
+              "spec": {"gds": gds, "driver": {"useNvidiaDriverCRD": crd_mode, "rdma": rdma}}}
+    if not crd_mode:
+        return policy, []
+    planned = [d for d in drivers or [] if "meta.helm.sh/release-name" not in
+               ((d.get("metadata") or {}).get("annotations") or {})]
+    if _flag(values, ("driver", "nvidiaDriverCRD", "deployDefaultCR")) is not False:
+        planned.append({"metadata": {"name": "default"},
+                        "spec": {"default": True, "gds": gds if enabled else {}, "rdma": rdma}})
+    return policy, planned
 
-    Returns {errors: [...], warnings: [...], nodes: [{name, os, os_supported}]}. Nothing is
-    checked when GDS is disabled.
+
+def preflight(values, nodes, unsupported_os="warn", chart_version=None, drivers=None, options=()):
+    """Check ``values`` (desired, merged) against the cluster's ``nodes`` (JSON, all nodes),
+    its NVIDIADriver CRs (``drivers``) and the chart version (``helm show chart``) that will read
+    them. ``options``: the value paths the module's options set (see :func:`option_values`).
+
+    Returns {errors: [...], warnings: [...], nodes: [{name, os, os_supported, gds_expected}]}.
+    The OS is checked only on the nodes meant to get GDS (from the ClusterPolicy the values
+    render, or the NVIDIADriver that will select the node); the driver settings only when the
+    values enable GDS.
     """
     errors, warnings, reports = [], [], []
     enabled, version = gds_settings(values)
+    policy, planned = planned_driver_config(values, drivers)
     for node in gpu_candidates(nodes):
         info = node_os(node)
         reports.append({"name": node["metadata"]["name"], "os": os_text(info),
-                        "os_supported": os_supported(info) if info.get("id") else None})
-    if not enabled:
-        return {"errors": errors, "warnings": warnings, "nodes": reports}
-    if _flag(values, ("driver", "enabled")) is False:
-        errors.append("GDS needs the driver the GPU Operator manages, but driver.enabled: false: the operator then "
-                      "runs no driver stage and nvidia-fs-ctr never starts; set driver.enabled: true (or "
-                      "gds.enabled: false and GDS installed on the hosts)")
-    if _flag(values, ("driver", "usePrecompiled")):
-        errors.append("the GPU Operator rejects GDS with a precompiled driver (driver.usePrecompiled: true); "
-                      "set driver.usePrecompiled: false")
-    more_errors, more_warnings = _module_type_checks(values, version, chart_version)
-    errors.extend(more_errors)
-    warnings.extend(more_warnings)
-    unknown = [r["name"] for r in reports if r["os_supported"] is None]
-    bad = ["%s (%s)" % (r["name"], r["os"]) for r in reports if r["os_supported"] is False]
+                        "os_supported": os_supported(info) if info.get("id") else None,
+                        "gds_expected": node_config(policy, planned, node)["gds"]})
+    if not enabled and version:
+        warnings.append("gds.version is %s but gds.enabled: false: no node gets nvidia-fs from the operator"
+                        % yaml_scalar(version))
+    if enabled:
+        errors_, warnings_ = _driver_checks(values, version, chart_version, options)
+        errors.extend(errors_)
+        warnings.extend(warnings_)
+    meant = [r for r in reports if r["gds_expected"]]
+    unknown = [r["name"] for r in meant if r["os_supported"] is None]
+    bad = ["%s (%s)" % (r["name"], r["os"]) for r in meant if r["os_supported"] is False]
     if unknown:
         warnings.append("cannot check the OS of GPU nodes %s: NFD labels %s missing"
                         % (", ".join(unknown), "feature.node.kubernetes.io/system-os_release.ID"))
@@ -227,3 +265,17 @@ def preflight(values, nodes, unsupported_os="warn", chart_version=None):
                 % ", ".join(bad))
         (errors if unsupported_os == "fail" else warnings).append(text)
     return {"errors": errors, "warnings": warnings, "nodes": reports}
+
+
+def _driver_checks(values, version, chart_version, options):
+    """(errors, warnings) about the driver GDS runs with."""
+    errors = []
+    if _flag(values, ("driver", "enabled")) is False:
+        errors.append("GDS needs the driver the GPU Operator manages, but driver.enabled: false: the operator then "
+                      "runs no driver stage and nvidia-fs-ctr never starts; set driver.enabled: true (or "
+                      "gds.enabled: false and GDS installed on the hosts)")
+    if _flag(values, ("driver", "usePrecompiled")):
+        errors.append("the GPU Operator rejects GDS with a precompiled driver (driver.usePrecompiled: true); "
+                      "set driver.usePrecompiled: false")
+    more_errors, warnings = _module_type_checks(values, version, chart_version, options)
+    return errors + more_errors, warnings

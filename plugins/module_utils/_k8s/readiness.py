@@ -8,8 +8,11 @@ helm's own ``--wait`` (3 and 4) returns while the ClusterPolicy is still ``notRe
 before any nvidia-fs pod exists: the operator creates the driver DaemonSet after helm is
 done. Ready here means: ``ClusterPolicy.status.state == ready`` (and not merely because
 it found no GPU node: reasons ``NoGPUNodes`` / ``NFDLabelsMissing``) AND at least one GPU node
-AND on every GPU node a driver pod whose ``nvidia-fs-ctr`` (and ``nvidia-peermem-ctr`` when
-RDMA is on) is ready and runs the image the ClusterPolicy (or NVIDIADriver) asks for.
+AND on every GPU node whose driver configuration asks for GDS a driver pod whose ``nvidia-fs-ctr``
+(and ``nvidia-peermem-ctr`` where RDMA is on) is ready and runs the image asked for. The
+configuration of a node is the ClusterPolicy's, or in NVIDIADriver mode that of the one
+NVIDIADriver CR that selects the node (:func:`node_config`, the operator's own rule): a fleet
+may have GDS on one node pool only.
 
 GPU nodes: the operator itself labels ``nvidia.com/gpu.present=true`` on nodes whose NFD labels
 show an NVIDIA PCI device, so on a fresh cluster the wait first waits for those labels; a node
@@ -41,6 +44,10 @@ PEERMEM = "nvidia-peermem-ctr"
 
 def _labels(obj):
     return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _name(obj):
+    return (obj.get("metadata") or {}).get("name") or ""
 
 
 def node_os(node):
@@ -111,6 +118,12 @@ def driver_crd_mode(policy):
     return bool((((policy or {}).get("spec") or {}).get("driver") or {}).get("useNvidiaDriverCRD"))
 
 
+def _on(section):
+    """A spec's ``enabled`` (the CRDs type it boolean; a string "true" counts, anything else not)."""
+    value = (section or {}).get("enabled")
+    return value is True or str(value).lower() == "true"
+
+
 def _driver_specs(policy, drivers):
     """The specs that carry gds/rdma: the ClusterPolicy's, or in NVIDIADriver mode every
     NVIDIADriver CR's (one per node pool)."""
@@ -121,13 +134,79 @@ def _driver_specs(policy, drivers):
 
 
 def required_containers(policy, drivers=None):
+    """The containers some node must run (the union over the pools)."""
     wanted = []
     specs = _driver_specs(policy, drivers)
-    if any((s.get("gds") or {}).get("enabled") for s in specs):
+    if any(_on(s.get("gds")) for s in specs):
         wanted.append(NVIDIA_FS)
-    if any((s.get("rdma") or {}).get("enabled") for s in specs):
+    if any(_on(s.get("rdma")) for s in specs):
         wanted.append(PEERMEM)
     return wanted
+
+
+def driver_owner(node, drivers):
+    """The NVIDIADriver that configures the driver on ``node``, by the operator's rule: the one
+    non-default CR whose nodeSelector (none: every GPU node) matches the node, else the
+    ``default: true`` one. Returns (CR or None, problem or None)."""
+    labels = dict(_labels(node), **{GPU_LABEL: "true"})  # a GPU candidate is about to be labelled
+    live = [d for d in drivers or [] if not (d.get("metadata") or {}).get("deletionTimestamp")]
+    matching, defaults = [], []
+    for cr in sorted(live, key=_name):
+        spec = cr.get("spec") or {}
+        if spec.get("default"):
+            defaults.append(cr)
+        elif all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {GPU_LABEL: "true"}).items()):
+            matching.append(cr)
+    if len(matching) > 1:
+        return None, "NVIDIADrivers %s all select it (the operator deploys none of them there)" % ", ".join(
+            _name(d) for d in matching)
+    if matching:
+        return matching[0], None
+    return (defaults[0] if defaults else None), None
+
+
+def node_config(policy, drivers, node):
+    """What the operator is asked to run on ``node``: {source, gds, rdma, image, problem}.
+    ``source`` names the ClusterPolicy or NVIDIADriver that decides (empty: none does)."""
+    if driver_crd_mode(policy):
+        cr, problem = driver_owner(node, drivers)
+        if cr is None:
+            return {"source": "", "gds": False, "rdma": False, "image": None, "problem": problem}
+        spec = cr.get("spec") or {}
+        source, gds, rdma = "NVIDIADriver " + _name(cr), spec.get("gds") or {}, spec.get("rdma") or {}
+    else:
+        spec = (policy or {}).get("spec") or {}
+        source = "ClusterPolicy " + policy["metadata"]["name"] if policy else ""
+        gds, rdma = spec.get("gds") or {}, (spec.get("driver") or {}).get("rdma") or {}
+    return {"source": source, "gds": _on(gds), "rdma": _on(rdma), "image": _image_of(gds) if _on(gds) else None,
+            "problem": None}
+
+
+def probe_selection(nodes, policies, drivers):
+    """gds_node_probe's default selection, the answer gpu_operator gives: (the nodes meant to get
+    GDS, sorted names of the others). Without a ClusterPolicy (no GPU Operator: GDS comes from
+    the hosts) every node stays."""
+    policy = pick_policy(policies)
+    if policy is None:
+        return list(nodes or []), []
+    meant = [n for n in nodes or [] if node_config(policy, drivers, n)["gds"]]
+    return meant, sorted(_name(n) for n in nodes or [] if n not in meant)
+
+
+def node_results(preflight_nodes, evaluation):
+    """The result's ``nodes`` (preflight reports updated by the wait's) and ``gds_nodes``."""
+    by_name = {n["name"]: dict(n) for n in preflight_nodes or []}
+    for node in (evaluation or {}).get("nodes") or []:
+        by_name.setdefault(node["name"], {}).update(node)
+    nodes = [by_name[k] for k in sorted(by_name)]
+    return {"nodes": nodes, "gds_nodes": gds_node_split(nodes)}
+
+
+def gds_node_split(reports):
+    """{enabled: [names], disabled: [names]} from node reports: the nodes whose ClusterPolicy /
+    NVIDIADriver asks for GDS, and the others."""
+    return {"enabled": [r["name"] for r in reports if r.get("gds_expected")],
+            "disabled": [r["name"] for r in reports if not r.get("gds_expected")]}
 
 
 def _image_of(gds):
@@ -136,13 +215,6 @@ def _image_of(gds):
     repo = gds.get("repository")
     image = "%s/%s" % (repo.rstrip("/"), gds["image"]) if repo else gds["image"]
     return "%s:%s" % (image, gds["version"])
-
-
-def expected_nvidia_fs_images(policy, drivers=None):
-    """['<repository>/<image>:<version>'] asked for (the operator appends -<os>); in
-    NVIDIADriver mode one per CR that sets them."""
-    images = [_image_of(s.get("gds") or {}) for s in _driver_specs(policy, drivers)]
-    return sorted(set(i for i in images if i))
 
 
 def container_report(pod, name):
@@ -165,12 +237,10 @@ def container_report(pod, name):
 
 
 def _image_ok(report, expected):
-    """``expected``: one image or a list of acceptable ones (NVIDIADriver pools)."""
+    """``expected``: '<repository>/<image>:<version>' (the operator appends -<os>) or None."""
     if not expected or report["name"] != NVIDIA_FS:
         return True
-    image = report["image"]
-    return any(image == want or image.startswith(want + "-")
-               for want in ([expected] if isinstance(expected, str) else expected))
+    return report["image"] == expected or report["image"].startswith(expected + "-")
 
 
 def _pod_report(pod, wanted, expected):
@@ -181,13 +251,17 @@ def _pod_report(pod, wanted, expected):
     return {"pod": pod["metadata"]["name"], "ready": ok, "containers": containers}
 
 
-def _problem(node, report, expected):
+def _problem(node, report, config):
     if report is None:
         return "%s: no driver pod (%s) yet" % (node, DRIVER_SELECTOR)
+    expected = config["image"]
     parts = []
     for ctr in report["containers"]:
         if not ctr["present"]:
-            parts.append("%s missing from pod %s" % (ctr["name"], report["pod"]))
+            parts.append("%s missing from pod %s, though %s asks for %s (the operator has not rolled it out yet, "
+                         "or that pod belongs to another driver configuration)"
+                         % (ctr["name"], report["pod"], config["source"],
+                            "GDS" if ctr["name"] == NVIDIA_FS else "RDMA"))
         elif not ctr["ready"]:
             text = "%s not ready (%s%s" % (ctr["name"], ctr["state"], ": " + ctr["reason"] if ctr["reason"] else "")
             last = ctr.get("last_termination")
@@ -201,8 +275,8 @@ def _problem(node, report, expected):
                 text += "; restarts: %d" % ctr["restart_count"]
             parts.append(text + ")")
         elif not ctr["image_ok"]:
-            wants = expected if isinstance(expected, str) else " or ".join(expected)
-            parts.append("%s runs %s, ClusterPolicy wants %s (not rolled out yet)" % (ctr["name"], ctr["image"], wants))
+            parts.append("%s runs %s, %s wants %s (not rolled out yet)" % (ctr["name"], ctr["image"], config["source"],
+                                                                      expected))
     return "%s: %s" % (node, "; ".join(parts))
 
 
@@ -232,8 +306,29 @@ def _expectation_problems(nodes, gpu_names, expect):
     return problems, extra
 
 
+def _node_report(node, policy, drivers, driver_pods, problems):
+    """One GPU node, checked against what its ClusterPolicy / NVIDIADriver asks for."""
+    name = node["metadata"]["name"]
+    config = node_config(policy, drivers, node)
+    wanted = [c for c, on in ((NVIDIA_FS, config["gds"]), (PEERMEM, config["rdma"])) if on]
+    on_node = sorted((p for p in driver_pods if (p.get("spec") or {}).get("nodeName") == name),
+                     key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True)
+    reports = [_pod_report(p, wanted, config["image"]) for p in on_node]
+    best = next((r for r in reports if r["ready"]), reports[0] if reports else None)
+    ready = (best is not None and best["ready"] if wanted else True) and policy is not None \
+        and not config["problem"]
+    gds_ready = bool(best) and any(c["name"] == NVIDIA_FS and c["ready"] and c["image_ok"] for c in best["containers"])
+    if config["problem"]:
+        problems.append("%s: %s" % (name, config["problem"]))
+    elif wanted and not (best is not None and best["ready"]):
+        problems.append(_problem(name, best, config))
+    return {"name": name, "os": os_text(node_os(node)), "gpu_labelled": True, "ready": ready, "gds_ready": gds_ready,
+            "gds_expected": config["gds"], "driver_config": config["source"], "pod": best["pod"] if best else "",
+            "containers": best["containers"] if best else []}
+
+
 def evaluate(policies, nodes, pods, drivers=None, expect=None):
-    """Readiness of GDS from API JSON. Returns {ready, cluster_policy, nodes, problems}.
+    """Readiness of GDS from API JSON. Returns {ready, cluster_policy, nodes, problems, gds_nodes}.
 
     ``nodes``: all nodes (not only GPU nodes); ``drivers``: NVIDIADriver CRs; ``expect``:
     {count: int, selector: parse_selector() output} or None.
@@ -253,7 +348,6 @@ def evaluate(policies, nodes, pods, drivers=None, expect=None):
         cp_reason = next((c["reason"] for c in cp_report["conditions"] if c["type"] == "Ready"), "")
         if cp_report["state"] != "ready":
             problems.append("ClusterPolicy %s state is %s" % (cp_report["name"], cp_report["state"] or "not set yet"))
-    expected = expected_nvidia_fs_images(policy, drivers)
     driver_pods = [p for p in pods or [] if _labels(p).get(DRIVER_COMPONENT) == "nvidia-driver"
                    and not (p.get("metadata") or {}).get("deletionTimestamp")]
     labelled = gpu_nodes(nodes)
@@ -269,24 +363,15 @@ def evaluate(policies, nodes, pods, drivers=None, expect=None):
         waiting = {n["metadata"]["name"]: n for n in gpu_candidates(nodes) + selected if n["metadata"]["name"]
                    not in gpu_names}
         for name in sorted(waiting):
+            config = node_config(policy, drivers, waiting[name])
             node_reports.append({"name": name, "os": os_text(node_os(waiting[name])), "gpu_labelled": False,
-                                 "ready": False, "gds_ready": False, "pod": "", "containers": []})
+                                 "ready": False, "gds_ready": False, "gds_expected": config["gds"],
+                                 "driver_config": config["source"], "pod": "", "containers": []})
             if has_nvidia_pci(waiting[name]):
                 problems.append("%s: NVIDIA PCI device (NFD) but not labelled %s=true by the operator yet"
                                 % (name, GPU_LABEL))
     for node in labelled:
-        name = node["metadata"]["name"]
-        on_node = sorted((p for p in driver_pods if (p.get("spec") or {}).get("nodeName") == name),
-                         key=lambda p: p["metadata"].get("creationTimestamp") or "", reverse=True)
-        reports = [_pod_report(p, wanted, expected) for p in on_node]
-        best = next((r for r in reports if r["ready"]), reports[0] if reports else None)
-        ready = (best is not None and best["ready"] if wanted else True) and policy is not None
-        gds_ready = bool(best) and any(c["name"] == NVIDIA_FS and c["ready"] and c["image_ok"]
-                                       for c in best["containers"])
-        node_reports.append({"name": name, "os": os_text(node_os(node)), "gpu_labelled": True, "ready": ready,
-                             "gds_ready": gds_ready, "pod": best["pod"] if best else "",
-                             "containers": best["containers"] if best else []})
-        if wanted and not (best is not None and best["ready"]):
-            problems.append(_problem(name, best, expected))
+        node_reports.append(_node_report(node, policy, drivers, driver_pods, problems))
     node_reports.sort(key=lambda r: r["name"])
-    return {"ready": not problems, "cluster_policy": cp_report, "nodes": node_reports, "problems": problems}
+    return {"ready": not problems, "cluster_policy": cp_report, "nodes": node_reports, "problems": problems,
+            "gds_nodes": gds_node_split(node_reports)}

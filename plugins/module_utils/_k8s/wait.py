@@ -3,7 +3,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Wait until GDS is really up: list + watch of the ClusterPolicy, NVIDIADriver, node and driver
 pod objects with the kubernetes client, each change re-evaluated by ``_k8s.readiness.evaluate``
-until it says ready or the deadline passes. PRIVATE to the collection.
+until it says ready or the deadline passes; lists of CRDs and the release namespace say what a
+failed first install left. PRIVATE to the collection.
 
 Objects are handled as JSON dicts (``_preload_content=False``), never as the client's strict
 models. ``parse_selector`` is part of this module's API too (the gpu_operator flow checks
@@ -31,16 +32,26 @@ except ImportError:
     ApiException = Exception
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import (
-    DRIVER_SELECTOR, evaluate, parse_selector)
+    DRIVER_SELECTOR, evaluate, gds_node_split, node_results, parse_selector)
 
 __all__ = ["HAS_KUBERNETES", "KUBERNETES_IMPORT_ERROR", "KubeSource", "RELIST_SECONDS", "Waiter", "api_client",
-           "evaluate", "failure_message", "parse_selector"]
+           "cluster_objects", "evaluate", "failure_message", "gds_node_split", "node_results", "parse_selector"]
 
 RELIST_SECONDS = 5.0
 
 
 def failure_message(evaluation, timeout):
     return "GDS not ready after %ds: %s" % (timeout, "; ".join(evaluation["problems"]) or "unknown")
+
+
+def cluster_objects(source):
+    """(CRD names, whether the release namespace exists) for a failure message; None when the
+    API cannot say."""
+    try:
+        crds = {(c.get("metadata") or {}).get("name") for c in source.list("crds")[0]}
+        return crds, bool(source.list("namespace")[0])
+    except Exception:  # pylint: disable=broad-except
+        return None
 
 
 # --- I/O: list + watch -----------------------------------------------------------------------
@@ -68,6 +79,9 @@ class KubeSource(object):
                                                                             **kw),
             "nodes": core.list_node,  # all nodes: the unlabelled ones explain a wait
             "pods": lambda **kw: core.list_namespaced_pod(namespace, label_selector=DRIVER_SELECTOR, **kw),
+            # what a failed first install leaves behind
+            "crds": k8s_client.ApiextensionsV1Api(client).list_custom_resource_definition,
+            "namespace": lambda **kw: core.list_namespace(field_selector="metadata.name=" + namespace, **kw),
         }
 
     def list(self, kind):

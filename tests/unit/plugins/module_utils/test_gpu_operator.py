@@ -64,8 +64,8 @@ def test_desired_values_bad_inputs():
 def test_preflight_supported_cluster(nodes):
     result = g.preflight({"gds": {"enabled": True}}, nodes)
     assert result == {"errors": [], "warnings": [], "nodes": [
-        {"name": "gpu-a", "os": "ubuntu 22.04", "os_supported": True},
-        {"name": "gpu-b", "os": "ubuntu 24.04", "os_supported": True}]}
+        {"name": "gpu-a", "os": "ubuntu 22.04", "os_supported": True, "gds_expected": True},
+        {"name": "gpu-b", "os": "ubuntu 24.04", "os_supported": True, "gds_expected": True}]}
 
 
 @pytest.mark.parametrize("driver,needle", [
@@ -165,3 +165,45 @@ def test_preflight_unsupported_and_unknown_os(nodes):
 @pytest.mark.parametrize("text,parsed", [("2.17.5", (2, 17, 5)), ("v2.20", (2, 20, 0)), ("latest", None)])
 def test_parse_gds_version(text, parsed):
     assert g.parse_gds_version(text) == parsed
+
+
+def test_a_switch_given_as_a_string_fails_naming_it():
+    with pytest.raises(g.ValuesError) as err:
+        g.desired_values([], {"gds": {"enabled": "false"}}, {"gds": {"version": "2.29.4"}})
+    assert str(err.value).startswith('values gds.enabled: "false" is a string, not a boolean')
+    assert "write gds.enabled: false without quotes" in str(err.value)
+    with pytest.raises(g.ValuesError, match="driver.rdma.enabled"):
+        g.desired_values([], {"driver": {"rdma": {"enabled": "yes"}}}, {})
+
+
+def test_gds_version_without_gds_is_warned(nodes):
+    result = g.preflight({"gds": {"enabled": False, "version": "2.29.4"}}, nodes)
+    assert result["warnings"] == ["gds.version is 2.29.4 but gds.enabled: false: no node gets nvidia-fs from the operator"]
+
+
+def test_kernel_module_fix_in_the_terms_the_user_used(nodes):
+    values = {"gds": {"enabled": True}, "driver": {"kernelModuleType": "proprietary"}}
+    from_values = g.preflight(values, nodes)["errors"][0]
+    assert "set driver.kernelModuleType: open (or auto) in values" in from_values and "kernel_module_type" not in from_values
+    from_option = g.preflight(values, nodes, options={("driver", "kernelModuleType"): "driver.kernel_module_type"})
+    assert "use driver.kernel_module_type: open (or auto)" in from_option["errors"][0]
+
+
+def test_unsupported_os_counts_only_nodes_meant_to_get_gds(nodes):
+    rocky = copy.deepcopy(nodes[1])
+    rocky["metadata"]["labels"].update({"feature.node.kubernetes.io/system-os_release.ID": "rocky",
+                                        "feature.node.kubernetes.io/system-os_release.VERSION_ID": "9.4"})
+    fleet = [nodes[0], rocky]
+    pools = {"driver": {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}, "gds": {"enabled": True}}
+    crs = [{"metadata": {"name": "storage"}, "spec": {"nodeSelector": {"kubernetes.io/hostname": "gpu-a"},
+                                                      "gds": {"enabled": True}}},
+           {"metadata": {"name": "compute"}, "spec": {"nodeSelector": {"kubernetes.io/hostname": "gpu-b"}}}]
+    for node in fleet:
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = node["metadata"]["name"]
+    result = g.preflight(pools, fleet, "fail", drivers=crs)
+    assert result["errors"] == [] and [n["gds_expected"] for n in result["nodes"]] == [True, False]
+    # the chart's default CR (deployDefaultCR) or ClusterPolicy mode would give gpu-b GDS
+    assert "gpu-b (rocky 9.4)" in g.preflight({"gds": {"enabled": True}}, fleet, "fail", drivers=crs)["errors"][0]
+    with_default = {"driver": {"nvidiaDriverCRD": {"enabled": True}}, "gds": {"enabled": True}}
+    assert g.preflight(with_default, fleet, "fail", drivers=crs[:1])["errors"]
+

@@ -11,6 +11,7 @@ import os
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import helm as h
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import outcome as oc
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Result
 
 CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "helm", "captured")
@@ -210,3 +211,27 @@ def test_client_rejects_helm2():
     client = h.Helm(FakeRunner([(0, 'v2.17.0+ga690bad', "")]))
     with pytest.raises(h.HelmError, match="not supported"):
         client.detect_version()
+
+
+def test_undo_reserve_stays_inside_wait_timeout():
+    assert [oc.undo_reserve(t) for t in (2, 15, 60, 600, 3600)] == [1, 5, 12, 60, 60]
+    assert oc.undo_reserve(15, slowest=2.2) == 7 and oc.undo_reserve(600, slowest=2.2) == 60
+
+
+def test_leftovers_of_a_failed_first_install():
+    before = ({"a.example.com"}, False)
+    after = ({"a.example.com", "clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"}, True)
+    left = oc.leftovers(before, after, "gpu-operator")
+    assert left == {"crds": ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"], "namespace": "gpu-operator"}
+    text = oc.leftovers_text(left)
+    assert "kubectl delete crd clusterpolicies.nvidia.com nvidiadrivers.nvidia.com; kubectl delete namespace " \
+           "gpu-operator" in text and "never removes them" in text
+    assert oc.leftovers(after, after, "gpu-operator") == {"crds": [], "namespace": None}
+    assert oc.leftovers_text({"crds": [], "namespace": None}) == "" and oc.leftovers(None, after, "x") is None
+
+
+def test_error_text_drops_helm4_log_lines_and_repeats():
+    text = ('level=WARN msg="upgrade failed" name=gpu-operator error="context deadline exceeded"\n'
+            "Error: UPGRADE FAILED: context deadline exceeded\nError: UPGRADE FAILED: context deadline exceeded\n")
+    assert oc.error_text(text) == "Error: UPGRADE FAILED: context deadline exceeded"
+

@@ -56,7 +56,7 @@ def test_stale_image_is_not_ready(healthy):
     policies[0]["spec"]["gds"]["version"] = "2.30.1"  # helm updated the CR, operator not yet
     result = kr.evaluate(policies, nodes, pods)
     assert not result["ready"]
-    assert "nvidia-fs-ctr runs nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4, ClusterPolicy wants " \
+    assert "nvidia-fs-ctr runs nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4, ClusterPolicy cluster-policy wants " \
            "nvcr.io/nvidia/cloud-native/nvidia-fs:2.30.1" in result["problems"][0]
 
 
@@ -159,17 +159,20 @@ def test_nvidiadriver_mode_takes_gds_from_the_driver_crs(healthy):
     policies[0]["spec"]["driver"]["useNvidiaDriverCRD"] = True
     policies[0]["spec"]["gds"] = {"enabled": False}
     pods = _renamed_pods(pods, "nvidia-gpu-driver-ubuntu22.04-7c6d7bd86b")
-    pool = {"spec": {"gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native", "image": "nvidia-fs",
+    pool = {"metadata": {"name": "pool"},
+            "spec": {"gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native", "image": "nvidia-fs",
                              "version": "2.29.4"}}}
-    other = {"spec": {"nodeSelector": {"pool": "b"}, "gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native",
+    other = {"metadata": {"name": "other"},
+             "spec": {"nodeSelector": {"pool": "b"}, "gds": {"enabled": True, "repository": "nvcr.io/nvidia/cloud-native",
                                                              "image": "nvidia-fs", "version": "2.30.1"}}}
     assert kr.required_containers(policies[0], [pool, other]) == ["nvidia-fs-ctr"]
     result = kr.evaluate(policies, nodes, pods, [pool, other])
-    assert result["ready"] is True
+    assert result["ready"] is True and result["gds_nodes"] == {"enabled": ["gpu-a", "gpu-b"], "disabled": []}
     for container in pods[0]["spec"]["containers"]:
         container["image"] = container["image"].replace("2.29.4", "2.28.0")
     result = kr.evaluate(policies, nodes, pods, [pool, other])
-    assert result["ready"] is False and "or nvcr.io/nvidia/cloud-native/nvidia-fs:2.30.1" in result["problems"][0]
+    assert result["ready"] is False and "NVIDIADriver pool wants nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4" \
+        in result["problems"][0]
 
 
 def test_rdma_requires_peermem(healthy):
@@ -244,3 +247,55 @@ def test_waiter_times_out_with_last_evaluation():
     source = FakeSource([state], clock=clock, step=3.0)
     result = kw.Waiter(source, clock=clock, relist=0.01).wait(5)
     assert result["ready"] is False and "CrashLoopBackOff" in kw.failure_message(result, 5)
+
+
+def _driver_cr(name, hostname=None, gds=False, default=False):
+    spec = {"default": default, "gds": {"enabled": gds, "repository": "r", "image": "nvidia-fs", "version": "2.29.4"}}
+    if hostname:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": hostname}
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def _gpu_node(name):
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, kr.GPU_LABEL: "true"}}}
+
+
+def test_each_node_takes_the_one_nvidiadriver_that_selects_it():
+    """The operator's rule: the matching non-default CR, else the default one; two matching: none."""
+    policy = {"metadata": {"name": "cluster-policy"}, "spec": {"driver": {"useNvidiaDriverCRD": True}}}
+    crs = [_driver_cr("storage", "gpu-a", gds=True), _driver_cr("compute", "gpu-b"), _driver_cr("default", default=True)]
+    config = {n: kr.node_config(policy, crs, _gpu_node(n)) for n in ("gpu-a", "gpu-b", "gpu-c")}
+    assert (config["gpu-a"]["source"], config["gpu-a"]["gds"]) == ("NVIDIADriver storage", True)
+    assert config["gpu-a"]["image"] == "r/nvidia-fs:2.29.4"
+    assert (config["gpu-b"]["source"], config["gpu-b"]["gds"]) == ("NVIDIADriver compute", False)
+    assert config["gpu-c"]["source"] == "NVIDIADriver default"
+    clash = crs + [_driver_cr("also", "gpu-a", gds=True)]
+    assert "NVIDIADrivers also, storage all select it" in kr.node_config(policy, clash, _gpu_node("gpu-a"))["problem"]
+    # a CR without nodeSelector selects every GPU node; without a default CR a node may get no driver
+    assert kr.node_config(policy, [_driver_cr("all", gds=True)], _gpu_node("gpu-z"))["gds"] is True
+    assert kr.node_config(policy, crs[:2], _gpu_node("gpu-z"))["source"] == ""
+
+
+def test_gds_only_where_the_node_pool_asks_for_it(healthy):
+    """Pool b has GDS off: its node passes without nvidia-fs-ctr and is listed as not meant for GDS."""
+    policies, nodes, pods = copy.deepcopy(healthy)
+    policies[0]["spec"]["driver"]["useNvidiaDriverCRD"] = True
+    crs = [_driver_cr("storage", "gpu-a", gds=True), _driver_cr("compute", "gpu-b")]
+    crs[0]["spec"]["gds"]["repository"] = "nvcr.io/nvidia/cloud-native"
+    for node in nodes:
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = node["metadata"]["name"]
+    pods = [p for p in pods if p["spec"]["nodeName"] == "gpu-a"]
+    result = kr.evaluate(policies, nodes, pods, crs)
+    assert result["ready"] is True, result["problems"]
+    assert result["gds_nodes"] == {"enabled": ["gpu-a"], "disabled": ["gpu-b"]}
+    by_name = {n["name"]: n for n in result["nodes"]}
+    assert by_name["gpu-b"]["gds_expected"] is False and by_name["gpu-b"]["driver_config"] == "NVIDIADriver compute"
+    crs[1]["spec"]["gds"]["enabled"] = True  # now pool b wants it too, and has no driver pod
+    result = kr.evaluate(policies, nodes, pods, crs)
+    assert result["ready"] is False and "gpu-b: no driver pod" in result["problems"][0]
+    assert kr.probe_selection(nodes, policies, crs)[1] == []
+    crs[1]["spec"]["gds"]["enabled"] = False
+    meant, others = kr.probe_selection(nodes, policies, crs)
+    assert [n["metadata"]["name"] for n in meant] == ["gpu-a"] and others == ["gpu-b"]
+    assert kr.probe_selection(nodes, [], crs) == (nodes, [])
+
