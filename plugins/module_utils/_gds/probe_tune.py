@@ -35,8 +35,8 @@ FINALISTS = 3  # plans per direction measured again after the calibration (one r
 
 
 class Transfers(object):
-    """Needs from its host class: cufile, cuda, ctx, bufs, registered, size, chunk, threads,
-    tune_reps, step(), cufile_call(), register_buffers(), verify()."""
+    """Needs from its host class: args, cufile, cuda, ctx, bufs, registered, size, chunk, threads,
+    throughput, tune_reps, step(), cufile_call(), register_buffers(), verify()."""
 
     def warm_up(self, op, fh, dptr):
         """One untimed ``op`` of the first WARMUP bytes: libcufile sets up its per-thread state
