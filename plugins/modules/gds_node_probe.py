@@ -62,7 +62,11 @@ options:
     type: str
     default: gpu-operator
   node_selector:
-    description: Label selector of the nodes to probe. The GPU Operator labels GPU nodes C(nvidia.com/gpu.present=true).
+    description:
+      - Label selector of the nodes to probe. The GPU Operator labels GPU nodes C(nvidia.com/gpu.present=true).
+      - With this default and no O(nodes), only the GPU nodes the GPU Operator is asked to give GDS are probed, by
+        the rule M(gpudirect.storage.gpu_operator) waits by (the ClusterPolicy, or the NVIDIADriver CR that selects
+        the node); the others are listed in RV(not_meant_for_gds). Without a ClusterPolicy every GPU node is probed.
     type: str
     default: nvidia.com/gpu.present=true
   nodes:
@@ -194,6 +198,11 @@ nodes:
   returned: always
   type: list
   elements: dict
+not_meant_for_gds:
+  description: GPU nodes left out of the default selection because their ClusterPolicy / NVIDIADriver has GDS off.
+  returned: success
+  type: list
+  elements: str
 summary:
   description: Counts by mode, the nodes that failed to probe and those below O(require_mode).
   returned: always

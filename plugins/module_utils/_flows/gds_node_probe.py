@@ -329,7 +329,7 @@ def run(params, check_mode, api=None, clock=time.time, diff=False):
     result = {"changed": False, "nodes": [], "labels_changed": [], "labels_removed": [], "cleaned_leftovers": [],
               "summary": summarize([], params.get("require_mode"))}
     try:
-        all_nodes = api.nodes(params["node_selector"])
+        all_nodes, result["not_meant_for_gds"] = kw.probe_nodes(api, params["node_selector"], params.get("nodes"))
     except ApiCallFailed as exc:
         return "Kubernetes API: %s" % exc, result
     if params.get("nodes"):

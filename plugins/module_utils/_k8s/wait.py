@@ -32,10 +32,10 @@ except ImportError:
     ApiException = Exception
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import (
-    DRIVER_SELECTOR, evaluate, gds_node_split, node_results, parse_selector)
+    DRIVER_SELECTOR, GPU_LABEL, evaluate, gds_node_split, node_results, parse_selector, probe_selection)
 
 __all__ = ["HAS_KUBERNETES", "KUBERNETES_IMPORT_ERROR", "KubeSource", "RELIST_SECONDS", "Waiter", "api_client",
-           "cluster_objects", "evaluate", "failure_message", "gds_node_split", "node_results", "parse_selector"]
+           "cluster_objects", "evaluate", "failure_message", "gds_node_split", "node_results", "parse_selector", "probe_nodes"]
 
 RELIST_SECONDS = 5.0
 
@@ -52,6 +52,26 @@ def cluster_objects(source):
         return crds, bool(source.list("namespace")[0])
     except Exception:  # pylint: disable=broad-except
         return None
+
+
+def probe_nodes(api, selector, names=None):
+    """gds_node_probe's nodes: those ``selector`` matches; with the default selector (the GPU
+    nodes) and no ``names``, only the nodes the ClusterPolicy / NVIDIADriver CRs mean to get GDS
+    (:func:`probe_selection`). Returns (nodes, names of GPU nodes left out). Where the CRs
+    cannot be read (no GPU Operator, no permission) every GPU node stays."""
+    nodes = api.nodes(selector)
+    if names or selector != GPU_LABEL + "=true" or getattr(api, "core", None) is None:
+        return nodes, []
+    custom = k8s_client.CustomObjectsApi(api.core.api_client)
+    lists = []
+    for version, plural in (("v1", "clusterpolicies"), ("v1alpha1", "nvidiadrivers")):
+        try:
+            resp = custom.list_cluster_custom_object("nvidia.com", version, plural, _preload_content=False,
+                                                     _request_timeout=30)
+        except ApiException:
+            return nodes, []
+        lists.append(json.loads(resp.data).get("items") or [])
+    return probe_selection(nodes, *lists)
 
 
 # --- I/O: list + watch -----------------------------------------------------------------------

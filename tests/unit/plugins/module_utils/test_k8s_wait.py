@@ -299,3 +299,40 @@ def test_gds_only_where_the_node_pool_asks_for_it(healthy):
     assert [n["metadata"]["name"] for n in meant] == ["gpu-a"] and others == ["gpu-b"]
     assert kr.probe_selection(nodes, [], crs) == (nodes, [])
 
+
+
+class _ProbeApi(object):
+    """gds_node_probe's KubeApi, as far as its node selection reads it."""
+
+    def __init__(self, nodes):
+        self._nodes = nodes
+        self.core = type("Core", (), {"api_client": object()})()
+
+    def nodes(self, selector):
+        return [n for n in self._nodes if kr.selector_matches(n["metadata"]["labels"], kr.parse_selector(selector))]
+
+
+@pytest.mark.skipif(not kw.HAS_KUBERNETES, reason="needs the kubernetes client")
+def test_gds_node_probe_default_selection_follows_the_driver_crs(monkeypatch):
+    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as probe
+    policy = {"metadata": {"name": "cluster-policy"}, "spec": {"driver": {"useNvidiaDriverCRD": True}}}
+    crs = [_driver_cr("storage", "gpu-a", gds=True), _driver_cr("compute", "gpu-b")]
+    lists = {"clusterpolicies": [policy], "nvidiadrivers": crs}
+
+    class Custom(object):
+        def __init__(self, client):
+            pass
+
+        def list_cluster_custom_object(self, group, version, plural, **kwargs):
+            return type("Resp", (), {"data": json.dumps({"items": lists[plural]}).encode()})()
+
+    monkeypatch.setattr(kw.k8s_client, "CustomObjectsApi", Custom)
+    api = _ProbeApi([_gpu_node("gpu-a"), _gpu_node("gpu-b")])
+    params = dict((k, v.get("default")) for k, v in probe.argument_spec().items())
+    problem, result = probe.run(params, True, api=api)
+    assert problem is None and result["msg"] == "check mode: would probe 1 node(s): gpu-a", result
+    assert result["not_meant_for_gds"] == ["gpu-b"]
+    # named nodes, another selector or no GPU Operator: the selection stays as asked
+    assert kw.probe_nodes(api, kr.GPU_LABEL + "=true", ["gpu-b"])[1] == []
+    lists["clusterpolicies"] = []
+    assert [n["metadata"]["name"] for n in kw.probe_nodes(api, kr.GPU_LABEL + "=true")[0]] == ["gpu-a", "gpu-b"]
