@@ -111,7 +111,7 @@ options:
         C(dockerconfigjson), ...; not names of secrets such as C(secretName) or C(imagePullSecrets)) is shown as
         C(********), and credentials in strings (C(nvapi-...) keys, C(user:password@) in URLs, bearer tokens)
         are masked. A credential under a name that does not say so (an C(env) list's C(value)) is masked only in
-        those forms; set C(no_log: true) on the task to keep the diff out of the output altogether.
+        those forms; set C(no_log) on the task to keep the diff out of the output altogether.
       - helm itself always gets the values as given (through a 0600 file).
     type: bool
     default: false

@@ -26,4 +26,4 @@ def run_as(user, code, *args):
     """Run Python ``code`` as ``user`` (no supplementary groups); returns the CompletedProcess."""
     return subprocess.run(["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid), "--clear-groups",
                            sys.executable, "-I", "-c", code] + list(args), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, cwd="/")
+                          stderr=subprocess.PIPE, text=True, cwd="/", check=False)

@@ -57,7 +57,8 @@ def test_show_values_returns_the_applied_values_with_secrets_masked():
     assert applied["operator"] == {"imagePullSecrets": ["ngc-secret"]}
 
 
-def test_no_return_value_is_named_values():
-    # ansible-core 2.21's sanity test refuses it (bad-return-value-key)
+def test_show_values_is_documented_and_no_return_value_is_named_values():
+    # ansible-core 2.21's sanity test refuses a return value named values (bad-return-value-key)
     assert "values" not in yaml.safe_load(gpu_operator.RETURN)
     assert "applied_values" in yaml.safe_load(gpu_operator.RETURN)
+    assert yaml.safe_load(gpu_operator.DOCUMENTATION)["options"]["show_values"]["default"] is False
