@@ -16,7 +16,8 @@
 # 4. the emulator with one GPU node named after this host, then gds_node_probe (ansible-playbook,
 #    module on /usr/bin/python3 + the kubernetes client from /tmp/site): 256 MiB on /mnt/gds, labels on;
 # 5. prints both verdicts and PASS when they agree: compat, the reason names nvidia_fs, 256 MiB
-#    verified, and no pod or ConfigMap is left. Budget: about a minute.
+#    verified, the pod's sha256 check of the probe code passed and the node was labelled, and no
+#    pod or ConfigMap is left. Budget: about a minute.
 #
 # Dry run elsewhere with the C stand-ins: set GDS_DEVICE_RUN_PROBE_DIR (skips the /mnt/gds
 # preparation), export LD_LIBRARY_PATH / GPUDIRECT_HOST_ROOT / GPUDIRECT_PROC_ROOT for gds_facts (the
@@ -122,6 +123,9 @@ checks = [
     ("same verdict: mode, reasons, verified, proven", all(facts.get(k) == node.get(k)
                                                           for k in ("mode", "reasons", "verified", "proven"))),
     ("nothing left: 1 pod and 1 ConfigMap deleted", probe.get("deleted") == {"pods": 1, "configmaps": 1}),
+    # the pod ran the code only after its sha256 check passed (failure kind "bundle" otherwise)
+    ("bundle sha256 checked in the pod, node labelled", not node.get("failure")
+     and probe.get("labels_changed") == [node.get("name")] and probe.get("labels_removed") == []),
 ]
 for what, ok in checks:
     print("  [%s] %s" % ("PASS" if ok else "FAIL", what))
