@@ -9,6 +9,8 @@ pkgs=(debootstrap systemd-container iproute2 dpkg-dev apt-utils gnupg openssh-cl
 pkgs+=(rpm createrepo-c)
 # Debian's kernel headers for a real `dkms build` (this machine's own kernel has none).
 pkgs+=(linux-headers-amd64)
+# promtool (rule checks and unit tests) and the Prometheus server of the monitoring system test
+pkgs+=(prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
