@@ -57,7 +57,8 @@ JUNK = (".hypothesis/examples/0123/abc", ".whl-cufile/nvidia_cufile_cu13-1.15.0-
         "playbooks/site.yml~", "requirements/controller.txt.bak")
 # The allowlist (galaxy.yml manifest:), said again here: the files a user installs.
 SHIPPED_FILES = ("README.md", "LICENSE", "bindep.txt", "requirements.txt", "bin/cufile-lint")
-SHIPPED_DIRS = ("plugins/", "roles/", "playbooks/", "schemas/", "changelogs/", "docs/", "inventories/example/")
+SHIPPED_DIRS = ("plugins/", "roles/", "playbooks/", "schemas/", "prometheus/", "changelogs/", "docs/",
+                "inventories/example/")
 
 
 def shipped(rel):
@@ -112,7 +113,7 @@ def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
     names = build(tmp_path)
     tops = sorted(set(n.split("/")[0] for n in names))
     assert tops == ["FILES.json", "LICENSE", "MANIFEST.json", "README.md", "bin", "bindep.txt", "changelogs", "docs",
-                    "inventories", "meta", "playbooks", "plugins", "requirements.txt", "roles",
+                    "inventories", "meta", "playbooks", "plugins", "prometheus", "requirements.txt", "roles",
                     "schemas", "tests"], tops
     # what ansible-builder reads from an installed collection; the EE definition and the docs
     # site's build config are the developers'
