@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """GPUDirect Storage metrics for node_exporter's textfile collector.
