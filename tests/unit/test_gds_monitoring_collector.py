@@ -184,3 +184,19 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         collector.write_atomic(str(tmp_path), "gpudirect_storage.prom", "x 1\n")
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_cufile_json_swapped_for_a_fifo_does_not_block_the_collector(tmp_path):
+    """The overlay cufile.json may sit in a directory a local user can write: a FIFO there must
+    not hang the root collector (its metrics would go stale on every host it is on)."""
+    import threading
+    fifo = tmp_path / "cufile.json"
+    os.mkfifo(str(fifo))
+    out = []
+    worker = threading.Thread(target=lambda: out.append(collector._sha256(str(fifo))), daemon=True)
+    worker.start()
+    worker.join(timeout=5)
+    assert out == [None]
+    (tmp_path / "regular.json").write_text("{}\n")
+    import hashlib
+    assert collector._sha256(str(tmp_path / "regular.json")) == hashlib.sha256(b"{}\n").hexdigest()

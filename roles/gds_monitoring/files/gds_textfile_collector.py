@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -307,12 +308,19 @@ def _read(path, limit=1 << 20):
 
 
 def _sha256(path):
-    """As gds_facts hashes a cufile.json: its first 256 KiB and one byte."""
+    """As gds_facts hashes a cufile.json: its first 256 KiB and one byte. None unless it is a
+    regular file: the overlay may sit where a local user can put a FIFO, which must not block us."""
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read(256 * 1024 + 1)).hexdigest()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        try:
+            return hashlib.sha256(f.read(256 * 1024 + 1)).hexdigest()
+        except OSError:
+            return None
 
 
 def collect(proc_root="/", record_path=None, require_mode=None):
