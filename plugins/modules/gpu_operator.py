@@ -2,6 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# long-file: documentation of 26 options and 11 return values; the code is the 20 lines at the end
 
 from __future__ import annotations
 
@@ -21,10 +22,15 @@ description:
     C(driver.enabled: false)) and is rejected by the operator with C(driver.usePrecompiled: true); GDS >= 2.17.5
     needs the open kernel module, so the module fails on C(driver.kernelModuleType: proprietary) (charts >=
     v25.3.0) or C(driver.useOpenKernelModules: false) (older charts; a no-op, only warned about, since v25.3.0).
-    GPU nodes (labelled by the operator, or with an NVIDIA PCI device in their NFD labels) whose OS the GPU
-    Operator does not support for GDS are named in a warning, or a failure with O(unsupported_os=fail)."
+    GPU nodes (labelled by the operator, or with an NVIDIA PCI device in their NFD labels) meant to get GDS whose
+    OS the GPU Operator does not support for GDS are named in a warning, or a failure with O(unsupported_os=fail).
+    A chart switch given as a string (C(gds.enabled: \"false\")) fails naming the value."
+  - "Which nodes get GDS: every GPU node the ClusterPolicy's C(gds) in ClusterPolicy mode; in NVIDIADriver mode
+    (C(driver.nvidiaDriverCRD.enabled)) the C(gds) of the one NVIDIADriver CR that selects the node, by the
+    operator's rule (the non-default CR whose C(nodeSelector) matches, else the C(default: true) CR). So GDS may
+    be on one node pool only; RV(nodes) and RV(gds_nodes) say which nodes are meant to get it."
   - After helm, with O(wait), it waits until the ClusterPolicy C(status.state) is C(ready) (not merely because it
-    found no GPU node, reason C(NoGPUNodes)), at least one GPU node exists, and on every GPU node the driver pod's
+    found no GPU node, reason C(NoGPUNodes)), at least one GPU node exists, and on every GPU node meant to get GDS the driver pod's
     (label C(app.kubernetes.io/component=nvidia-driver), so ClusterPolicy, NVIDIADriver and OpenShift Driver
     Toolkit pods alike) C(nvidia-fs-ctr) container (and C(nvidia-peermem-ctr) with RDMA) is ready and runs the
     image asked for. The operator labels GPU nodes itself (C(nvidia.com/gpu.present=true) from NFD's PCI labels),
@@ -32,11 +38,13 @@ description:
     device, NFD missing). helm's own C(--wait) returns before the operator has even created these containers. On
     timeout it fails and names the nodes, the containers and their waiting reasons (for example
     C(CrashLoopBackOff) and the last termination message).
-  - "On failure, C(changed) and what is undone follow C(helm history) before and after: a chart that fails to
-    render creates no revision, so nothing is rolled back or uninstalled and C(changed) is false. With
+  - "Before a change the chart is rendered (C(helm template), in check mode too): values it refuses fail the run,
+    nothing changed, naming the value paths set."
+  - "On failure, C(changed) and what is undone follow C(helm history) before and after. With
     O(rollback_on_failure), a revision this run created is rolled back to the previous good one, or a failed first
-    install is uninstalled. helm and the wait share O(wait_timeout); the rollback or uninstall gets at most
-    min(O(wait_timeout), 120 s) more."
+    install is uninstalled; the CRDs helm applied and the namespace it created stay (helm never removes them), so
+    C(changed) is true and RV(left_in_cluster) and the message name them, with the commands to remove them."
+  - "The run ends within O(wait_timeout), the rollback or uninstall included (see O(wait_timeout))."
 extends_documentation_fragment:
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.ACTIONGROUP_GDS
@@ -225,7 +233,12 @@ options:
     type: bool
     default: true
   wait_timeout:
-    description: Seconds (or a duration like V(10m)) for helm and the readiness wait together.
+    description:
+      - Seconds (or a duration like V(10m)) the whole run may take. helm and the readiness wait share it less a
+        reserve (five times the slowest read-only helm call, more on a loaded host; at least 3 s and a fifth, at most
+        60 s or half) in which a rollback or the uninstall of a failed first install runs, without C(--wait) so that
+        it cannot time out and leave the release C(failed). The result's RV(elapsed) is the time taken.
+      - When the reads before the upgrade leave no time within it, the run fails before helm changes anything.
     type: raw
     default: 600
   rollback_on_failure:
@@ -348,10 +361,13 @@ nodes:
     - GPU nodes with their OS (NFD labels), whether GDS supports it, and (after a wait) whether the driver pod's
       required containers are ready (C(ready)) and C(nvidia-fs-ctr) is (C(gds_ready)), with container details.
       C(gpu_labelled) is false for a node with an NVIDIA PCI device the operator has not labelled yet.
+    - C(gds_expected) says whether the node is meant to get GDS, C(driver_config) which ClusterPolicy or
+      NVIDIADriver decides that (for example V(NVIDIADriver storage)).
   returned: always
   type: list
   elements: dict
   sample: [{name: gpu-a, os: ubuntu 22.04, os_supported: true, gpu_labelled: true, ready: true, gds_ready: true,
+            gds_expected: true, driver_config: ClusterPolicy cluster-policy,
             pod: nvidia-driver-daemonset-x7k2p,
             containers: [{name: nvidia-fs-ctr, ready: true, state: running, reason: "", restart_count: 0,
                           image: nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4-ubuntu22.04}]}]
@@ -369,7 +385,28 @@ rolled_back_to:
   description: The revision the release was rolled back to after a failure (null when none).
   returned: failure
   type: int
+gds_nodes:
+  description:
+    - The GPU nodes meant to get GDS (C(enabled)) and the others (C(disabled)), from the ClusterPolicy or the
+      NVIDIADriver CR that selects each node.
+  returned: with O(state=present)
+  type: dict
+  sample: {enabled: [gpu-a], disabled: [gpu-b]}
+left_in_cluster:
+  description:
+    - What a failed first install left in the cluster after the uninstall, the CRDs (C(crds)) and the namespace
+      (C(namespace), null when it existed before). Null when the API could not be read.
+  returned: failure of a first install
+  type: dict
+  sample: {crds: [clusterpolicies.nvidia.com, nvidiadrivers.nvidia.com], namespace: gpu-operator}
+elapsed:
+  description: Seconds the module's run took (bounded by O(wait_timeout)).
+  returned: always
+  type: float
+  sample: 42.7
 """
+
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -382,6 +419,7 @@ def main():
                            required_if=REQUIRED_IF, mutually_exclusive=MUTUALLY_EXCLUSIVE)
     manager = GpuOperatorManager(module)
     failure = result = None
+    started = time.monotonic()
     try:
         result = manager.run()
     except ModuleFailure as exc:
@@ -389,8 +427,8 @@ def main():
     finally:
         manager.cleanup()
     if failure is not None:
-        module.fail_json(msg=failure.msg, **failure.extra)
-    module.exit_json(**result)
+        module.fail_json(msg=failure.msg, elapsed=round(time.monotonic() - started, 1), **failure.extra)
+    module.exit_json(elapsed=round(time.monotonic() - started, 1), **result)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,10 @@ _k8s.operator_values.preflight, _k8s.wait.evaluate); this class only wires helm,
 so tests can drive it with a fake runner and a fake API source.
 
 Failures tell the truth: ``changed`` and any rollback / uninstall follow what ``helm history``
-shows before and after the upgrade (a chart that fails to render creates no revision: nothing
-was changed, nothing is undone). Time: helm and the readiness wait share ``wait_timeout``; a
-rollback or uninstall after a failure gets ``min(wait_timeout, FAILURE_MARGIN)`` more, so a
-run ends within ``wait_timeout`` plus that margin (plus the seconds of read-only helm calls).
+shows before and after the upgrade, plus the CRDs and namespace a failed first install leaves
+(values the chart refuses stop at ``helm template``, before anything changes). Time: the run ends
+within ``wait_timeout``: helm and the readiness wait share it less ``undo_reserve()``, kept for a
+rollback or uninstall applied without ``--wait``.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from ansible.module_utils.basic import env_fallback, missing_required_lib
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.redact import redact_values, secret_strings
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import api_retry as retry
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.operator_values import ValuesError, desired_values, preflight
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.operator_values import (
+    ValuesError, desired_values, option_values, preflight)
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import (
-    Helm, HelmError, parse_duration, plan_release, previous_good_revision, values_diff)
+    Helm, HelmError, latest_revision, parse_duration, plan_release, previous_good_revision, release_info, values_diff)
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.outcome import error_text, leftovers, leftovers_text, undo_reserve
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Runner, tail
 
 
@@ -84,8 +86,6 @@ def argument_spec():
 REQUIRED_IF = [("state", "present", ["chart_ref"])]
 MUTUALLY_EXCLUSIVE = [("kubeconfig", "kubeconfig_content"), ("host", "kubeconfig"), ("host", "kubeconfig_content")]
 
-FAILURE_MARGIN = 120  # seconds a rollback / uninstall after a failure may add to wait_timeout
-
 
 class ModuleFailure(Exception):
     """Stop with fail_json(msg, **extra)."""
@@ -118,27 +118,6 @@ def host_kubeconfig(host, api_key=None, ca_cert=None, validate_certs=None, conte
             "clusters": [{"name": name, "cluster": cluster}],
             "users": [{"name": name, "user": {"token": api_key} if api_key else {}}],
             "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]}
-
-
-def release_info(name, namespace, history):
-    if not history or history[-1]["status"] == "uninstalled":
-        return {"name": name, "namespace": namespace, "status": "absent"}
-    latest = history[-1]
-    return {"name": name, "namespace": namespace, "revision": latest["revision"], "chart": latest["chart"],
-            "chart_version": latest["chart_version"], "app_version": latest["app_version"],
-            "status": latest["status"], "description": latest["description"], "updated": latest["updated"]}
-
-
-def latest_revision(history):
-    """(revision, status) of the newest revision, None when there is no release."""
-    return (history[-1]["revision"], history[-1]["status"]) if history else None
-
-
-def merge_node_reports(preflight_nodes, wait_nodes):
-    by_name = {n["name"]: dict(n) for n in preflight_nodes or []}
-    for node in wait_nodes or []:
-        by_name.setdefault(node["name"], {}).update(node)
-    return [by_name[k] for k in sorted(by_name)]
 
 
 class GpuOperatorManager(object):
@@ -299,6 +278,7 @@ class GpuOperatorManager(object):
 
     def _present(self, helm, kubeconfig, timeout):
         params, deadline = self.params, self.clock() + timeout
+        self.deadline, self.reserve, self.cluster_before = deadline, undo_reserve(timeout), None
         name, ns = params["release_name"], params["release_namespace"]
         if not params.get("chart_ref"):
             raise ModuleFailure("chart_ref is required with state=present")
@@ -311,9 +291,11 @@ class GpuOperatorManager(object):
         history = self._read("reading the release history", helm.history, name, ns, chart["name"])
         current = self._read("reading the release values", helm.get_values, name, ns) if history else {}
         self.module.no_log_values.update(secret_strings(desired) | secret_strings(current))  # out of any output
-        source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
+        self.source = source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
         nodes = self._kube("listing nodes", source.list, "nodes")[0]
-        pre = preflight(desired, nodes, params["unsupported_os"], chart.get("version"))
+        drivers = self._kube("listing NVIDIADriver CRs", source.list, "nvidiadrivers")[0]
+        pre = preflight(desired, nodes, params["unsupported_os"], chart.get("version"), drivers,
+                        option_values({k: params.get(k) for k in ("gds", "rdma", "driver")})[1])
         for text in pre["warnings"]:
             self.module.warn(text)
         if pre["errors"]:
@@ -324,19 +306,32 @@ class GpuOperatorManager(object):
         if self.module._diff:
             self.result["diff"] = values_diff(name, redact_values(current), redact_values(desired), history[-1]["chart"]
                                               if history else "", "%s-%s" % (chart["name"], chart["version"]), _yaml_dump)
+        if needed:  # the chart renders these values (check mode too) before anything changes
+            values_file = self._tmp_file(json.dumps(desired, indent=2, sort_keys=True), ".values.yaml")
+            try:
+                helm.render(name, ns, params["chart_ref"], values_file, desired, params.get("chart_repo_url"),
+                            params.get("chart_version"))
+            except HelmError as exc:
+                raise ModuleFailure(str(exc), changed=False, release=release_info(name, ns, history),
+                                    rolled_back_to=None, commands=list(helm.commands), helm_version=helm.version,
+                                    **kw.node_results(pre["nodes"], {}))
         if self.module.check_mode:
             evaluation = self._kube("reading GDS readiness", kw.Waiter(source, expect=self.expect).snapshot) \
                 if history else {}
             return self._finish(helm, history, desired, pre, evaluation)
         if needed:
-            values_file = self._tmp_file(json.dumps(desired, indent=2, sort_keys=True), ".values.yaml")
+            self.cluster_before = None if history else kw.cluster_objects(source)
+            self.reserve = undo_reserve(timeout, helm.slowest)
+            if deadline - self.reserve - self.clock() < 0.5:
+                raise ModuleFailure("wait_timeout %ds leaves no time for helm upgrade after %.1fs of reads here; nothing "
+                                    "was changed" % (timeout, timeout - deadline + self.clock()), changed=False, helm_version=helm.version)
             res = helm.upgrade(name, ns, params["chart_ref"], values_file, repo_url=params.get("chart_repo_url"),
                                version=params.get("chart_version"), create_namespace=params["create_namespace"],
-                               wait=params["wait"], timeout=self._remaining(deadline))
+                               wait=params["wait"], timeout=self._remaining(deadline - self.reserve))
             if res.rc != 0:
                 # helm 4's --wait=watcher also waits for the ClusterPolicy's Ready condition, so a
                 # crash-looping nvidia-fs-ctr can surface as a helm timeout: say what is not ready.
-                msg = "helm upgrade failed: %s" % (tail(res.stderr) or tail(res.stdout))
+                msg = "helm upgrade failed: %s" % (tail(error_text(res.stderr)) or tail(res.stdout))
                 evaluation = self._snapshot(source)
                 if evaluation.get("problems") and latest_revision(self._history_now(helm, history)) != \
                         latest_revision(history):
@@ -345,7 +340,7 @@ class GpuOperatorManager(object):
         evaluation = {}
         if params["wait"]:
             waiter = kw.Waiter(source, expect=self.expect)
-            evaluation = self._kube("waiting for GDS", waiter.wait, max(1.0, deadline - self.clock()))
+            evaluation = self._kube("waiting for GDS", waiter.wait, max(1.0, deadline - self.reserve - self.clock()))
             if not evaluation["ready"]:
                 msg = kw.failure_message(evaluation, timeout)
                 self._failed(helm, history, msg, timeout, pre, evaluation, ran_helm=needed)
@@ -363,7 +358,7 @@ class GpuOperatorManager(object):
         params = self.params
         return self._report(helm, release=release_info(params["release_name"], params["release_namespace"], history),
                             values=desired, cluster_policy=(evaluation or {}).get("cluster_policy", {}),
-                            nodes=merge_node_reports(pre["nodes"], (evaluation or {}).get("nodes")))
+                            **kw.node_results(pre["nodes"], evaluation))
 
     def _failed(self, helm, before, msg, timeout, pre, evaluation, ran_helm=True, **extra):
         """Fail. ``before``: the release history before this run. Only when helm history shows a
@@ -371,30 +366,35 @@ class GpuOperatorManager(object):
         (with rollback_on_failure): a rollback to the previous good revision, or the uninstall of
         a failed first install; ``changed`` is whether the history changed."""
         name, ns = self.params["release_name"], self.params["release_namespace"]
-        margin = min(timeout, FAILURE_MARGIN)
+        margin = max(1, int(self.deadline - self.clock()))  # the undo runs inside wait_timeout, without --wait
         rolled_back = None
         after = self._history_now(helm, before)
         created = latest_revision(after) != latest_revision(before)
         stuck = bool(before) and before[-1]["status"].startswith("pending")
         previous = previous_good_revision(before)
         if not created and not stuck:
-            msg += ("; helm created no revision, nothing was changed (nothing to roll back)" if ran_helm else
+            msg += ("; helm created no revision (nothing to roll back)" if ran_helm else
                     " (nothing was changed by this run, so nothing was rolled back)")
         elif not self.params["rollback_on_failure"]:
             msg += "; the failed revision stays (rollback_on_failure is false)"
         elif previous is not None:
-            res = helm.rollback(name, ns, previous, wait=self.params["wait"], timeout=margin)
+            res = helm.rollback(name, ns, previous, wait=False, timeout=margin)
             msg += ("; rolled back to revision %d" % previous if res.rc == 0 else
                     "; rollback to revision %d FAILED: %s" % (previous, tail(res.stderr)))
             rolled_back = previous if res.rc == 0 else None
         elif after and after[-1]["status"] != "uninstalled":
-            res = helm.uninstall(name, ns, wait=self.params["wait"], timeout=margin)
+            res = helm.uninstall(name, ns, wait=False, timeout=margin)
             msg += ("; first install failed, release uninstalled" if res.rc == 0 else
                     "; uninstall after the failed install FAILED: %s" % tail(res.stderr))
         final = self._history_now(helm, after) if rolled_back is not None or created or stuck else after
-        raise ModuleFailure(msg, changed=latest_revision(final) != latest_revision(before), rolled_back_to=rolled_back,
+        changed = latest_revision(final) != latest_revision(before)
+        if not before and ran_helm:  # a first install: helm's CRDs and namespace outlive the uninstall
+            extra["left_in_cluster"] = left = leftovers(self.cluster_before, kw.cluster_objects(self.source),
+                                                        ns if self.params["create_namespace"] else None)
+            changed, msg = changed or bool(leftovers_text(left)), msg + leftovers_text(left)
+        msg += "; nothing was changed" if ran_helm and not changed else ""
+        raise ModuleFailure(msg, changed=changed, rolled_back_to=rolled_back,
                             reasons=self.result.get("reasons", []),
                             release=release_info(name, ns, final), commands=list(helm.commands),
                             cluster_policy=(evaluation or {}).get("cluster_policy", {}),
-                            nodes=merge_node_reports(pre["nodes"], (evaluation or {}).get("nodes")),
-                            helm_version=helm.version or "", **extra)
+                            helm_version=helm.version or "", **dict(extra, **kw.node_results(pre["nodes"], evaluation)))

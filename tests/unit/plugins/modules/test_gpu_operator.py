@@ -80,6 +80,9 @@ class FakeHelm(object):
                 rc, err = 1, "Error: release: not found\n"
         elif verb == "get":
             out = json.dumps(self.values) if self.values else "null"
+        elif verb == "template":
+            if self.render_error:
+                rc, err = 1, self.render_error
         elif verb == "upgrade":
             path = argv[argv.index("--values") + 1]
             self.seen["values_mode"] = stat.S_IMODE(os.stat(path).st_mode)
@@ -134,7 +137,7 @@ def test_fresh_install_values_file_0600_and_removed():
     helm = FakeHelm()
     res = run(helm, {"gds": {"version": "2.29.4"}, "driver": {"kernel_module_type": "open"}})
     assert res["changed"] is True and not res.get("failed"), res
-    assert verbs(helm) == ["version", "show", "history", "upgrade", "history"]
+    assert verbs(helm) == ["version", "show", "history", "template", "upgrade", "history"]
     assert helm.seen["values_mode"] == 0o600 and not os.path.exists(helm.seen["values_path"])
     assert helm.values == {"gds": {"enabled": True, "version": "2.29.4"}, "driver": {"kernelModuleType": "open"}}
     assert res["release"]["revision"] == 1 and res["release"]["status"] == "deployed"
@@ -232,8 +235,9 @@ def test_render_failure_on_first_install_changes_nothing():
     res = run(helm, {"values": {"cdi": {"enabled": False, "nriPluginEnabled": True}}})
     assert res["failed"] and res["changed"] is False, res
     assert "the NRI Plugin cannot be enabled" in res["msg"] and "FAILED" not in res["msg"]
-    assert "helm created no revision, nothing was changed" in res["msg"]
-    assert "uninstall" not in verbs(helm) and res["release"]["status"] == "absent"
+    assert "the chart refuses these values, nothing was changed" in res["msg"]
+    assert "values set: cdi.enabled, cdi.nriPluginEnabled, gds.enabled" in res["msg"]
+    assert "upgrade" not in verbs(helm) and "uninstall" not in verbs(helm)
 
 
 def test_render_failure_on_upgrade_is_not_rolled_back():
@@ -243,16 +247,19 @@ def test_render_failure_on_upgrade_is_not_rolled_back():
     assert "rollback" not in verbs(helm) and [h["revision"] for h in helm.history] == [1]
 
 
-def test_failed_run_is_bounded_by_wait_timeout_plus_margin():
-    """helm and the wait share wait_timeout; the rollback gets min(wait_timeout, 120 s) more."""
+def test_failed_run_is_bounded_by_wait_timeout():
+    """helm and the wait share wait_timeout less a reserve; the rollback runs in that reserve,
+    without --wait (a wait of ours that timed out would leave the release failed)."""
     helm = FakeHelm(*deployed({"gds": {"enabled": True, "version": "2.29.4"}}))
-    res = run(helm, {"gds": {"version": "2.30.1"}, "wait_timeout": 2}, state=CRASHING)
-    assert res["failed"] and res["rolled_back_to"] == 1
+    res = run(helm, {"gds": {"version": "2.30.1"}, "wait_timeout": 7}, state=CRASHING)
+    assert res["failed"] and res["rolled_back_to"] == 1 and res["elapsed"] <= 7
     upgrade, rollback = (int(t.rstrip("s")) for t in helm.seen["timeouts"])
-    assert upgrade <= 2 and rollback == 2
+    assert upgrade == 4 and 1 <= rollback <= 3
+    assert not any(c[1] == "rollback" and any(a.startswith("--wait") for a in c) for c in helm.calls)
     helm = FakeHelm(*deployed({"gds": {"enabled": True, "version": "2.29.4"}}), upgrade_rc=1)
     res = run(helm, {"gds": {"version": "2.30.1"}, "wait_timeout": "1h"}, state=CRASHING)
-    assert helm.seen["timeouts"][-1] == "120s" and "rolled back to revision 1" in res["msg"]
+    assert helm.seen["timeouts"][0] == "3540s", helm.seen
+    assert "rolled back to revision 1" in res["msg"]
 
 
 def test_zero_gpu_nodes_fail_while_gds_is_on():
