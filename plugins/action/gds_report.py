@@ -19,6 +19,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_report import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import journal as run_journal
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import repair
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report.write import report_dir, write_report
 
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -104,10 +105,12 @@ class ActionModule(ActionBase):
         dest = report_dir(args["dest"], command_line_playbooks(), os.environ)
         try:
             res = write_report(dest, report, args["formats"], check_mode=self._task.check_mode)
+            repair_changed, repair_file = repair.write_repair(dest, report, check_mode=self._task.check_mode)
         except (IOError, OSError) as exc:
             result.update(failed=True, msg="cannot write the fleet report into %s: %s" % (dest, exc))
             return result
-        result.update(changed=res["changed"], dest=res["dest"], files=res["files"], summary=report["summary"],
+        result.update(changed=res["changed"] or repair_changed, dest=res["dest"], files=res["files"],
+                      repair_file=repair_file, summary=report["summary"],
                       journal=journal_path if note is None else None)
         if note:
             result["msg"] = note

@@ -124,6 +124,14 @@ files:
   returned: always
   type: dict
   sample: {json: /home/ops/gds/reports/gds-fleet.json, md: /home/ops/gds/reports/gds-fleet.md}
+repair_file:
+  description:
+    - The hosts to repair, one per line, for C(ansible-playbook --limit @<file>) - hosts that failed,
+      were unreachable, gave no verdict, whose probe failed or whose verdict missed its require_mode
+      (empty when there are none). Written beside the report, also with O(formats) that leave out a format.
+  returned: always
+  type: str
+  sample: /home/ops/gds/reports/gds-fleet-repair.txt
 summary:
   description: Host count, counts by mode and by status, hosts ready for GDS, hosts that are not.
   returned: always

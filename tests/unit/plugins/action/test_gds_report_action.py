@@ -105,7 +105,7 @@ def test_run_without_the_callback_reports_unknown_hosts_and_says_why(tmp_path, m
     res = run_action({"dest": str(tmp_path), "hosts": ["unreachable-05", "gpu-standin-01"], "formats": ["md"],
                       "verified_hosts": False})
     assert res["journal"] is None and "enable the gpudirect.storage.gds_report callback" in res["msg"]
-    assert sorted(os.listdir(str(tmp_path))) == ["gds-fleet.json", "gds-fleet.md"]
+    assert sorted(os.listdir(str(tmp_path))) == ["gds-fleet-repair.txt", "gds-fleet.json", "gds-fleet.md"]
     rec = json.load(open(res["files"]["json"]))["hosts"][1]
     assert rec["host"] == "unreachable-05" and rec["status"] == "unknown"
 
