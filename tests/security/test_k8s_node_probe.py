@@ -22,7 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "integration", "gds_node_probe"))
-from np_cluster import MANAGED, cluster_factory, standin_libs  # noqa: E402,F401  pylint: disable=wrong-import-position
+from np_cluster import MANAGED, cluster_factory, standin_libs  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 MODE = "node-restriction.kubernetes.io/gpudirect.storage.gds-mode"
 VERIFIED = "node-restriction.kubernetes.io/gpudirect.storage.gds-verified"

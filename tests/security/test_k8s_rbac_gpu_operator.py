@@ -19,7 +19,9 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gpu_operator"))
-from gpu_operator_rig import Emulator, Rig, base, helm_bins  # noqa: E402,F401  pylint: disable=wrong-import-position
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gds_node_probe"))
+from gpu_operator_rig import Emulator, Rig, base, helm_bins  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
+from np_cluster import manifest_objects  # noqa: E402  pylint: disable=wrong-import-position
 
 MANIFEST = os.path.join(ROOT, "docs", "rbac", "gpu_operator.yaml")
 NS = "gpu-operator"
@@ -65,8 +67,7 @@ def test_gpu_operator_rbac_install_then_verify_only(helm_bins, tmp_path, helm):
         admin = _client(emu.kubeconfig)
         utils.create_from_dict(admin, CLUSTER_ADMIN)
         client.CoreV1Api(admin).create_namespace({"metadata": {"name": NS}})
-        with open(MANIFEST) as handle:
-            docs = [d for d in yaml.safe_load_all(handle) if d]
+        docs = manifest_objects(MANIFEST)
         for doc in docs:
             utils.create_from_dict(admin, doc)
         kubeconfig = _serviceaccount_kubeconfig(emu, tmp_path)

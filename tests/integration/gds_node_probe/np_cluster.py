@@ -44,6 +44,14 @@ def standin_libs(tmp_path_factory):
     return standin.build(str(tmp_path_factory.mktemp("standin")))
 
 
+def manifest_objects(path):
+    """The objects of a Kubernetes manifest: its documents, a List's items in its place."""
+    import yaml
+    with open(path) as handle:
+        docs = [d for d in yaml.safe_load_all(handle) if d]
+    return [item for doc in docs for item in (doc.get("items") or [] if doc.get("kind") == "List" else [doc])]
+
+
 class Cluster(object):
     """An emulator whose GPU nodes run probe pods with the stand-ins and a fake GPU host."""
 
@@ -77,11 +85,9 @@ class Cluster(object):
 
     def apply(self, path, namespace=None):
         """Create every object of a YAML manifest as the admin (``namespace`` replaces theirs)."""
-        import yaml
         from kubernetes import config, utils
         api_client = config.new_client_from_config(config_file=self.emu.kubeconfig, persist_config=False)
-        with open(path) as handle:
-            docs = [d for d in yaml.safe_load_all(handle) if d]
+        docs = manifest_objects(path)
         for doc in docs:
             if namespace and doc["metadata"].get("namespace"):
                 doc["metadata"]["namespace"] = namespace
