@@ -82,13 +82,13 @@ def test_the_parser_reads_the_real_text_and_refuses_the_near_miss(parser, text, 
 
 
 @pytest.mark.parametrize("line, fields", [
-    ("nvidia-fs/2.26.6, 6.8.0-45-generic, x86_64: installed", ("nvidia-fs", "2.26.6", "6.8.0-45-generic", "x86_64",
-                                                                "installed", "")),
+    ("nvidia-fs/2.26.6, 6.8.0-45-generic, x86_64: installed",
+     ("nvidia-fs", "2.26.6", "6.8.0-45-generic", "x86_64", "installed", "")),
     ("nvidia-fs/2.26.6: added", ("nvidia-fs", "2.26.6", None, None, "added", "")),
     ("nvidia-fs/2.26.6, 6.8.0: built (WARNING! Diff between built and installed module!)",
      ("nvidia-fs", "2.26.6", "6.8.0", None, "built", "WARNING! Diff between built and installed module!")),
-    ("nvidia-fs, 2.22.3, 5.15.0-91-generic, x86_64: installed", ("nvidia-fs", "2.22.3", "5.15.0-91-generic", "x86_64",
-                                                                 "installed", "")),  # DKMS 2
+    ("nvidia-fs, 2.22.3, 5.15.0-91-generic, x86_64: installed",  # DKMS 2
+     ("nvidia-fs", "2.22.3", "5.15.0-91-generic", "x86_64", "installed", "")),
     ("a/b, c, d, e: x", None),
     ("a/b,c: x", None),
     ("nvidia-fs/2.26.6 installed", None),
