@@ -73,7 +73,7 @@ def validate_cufile(gds):
     except Exception as exc:  # pylint: disable=broad-except
         cufile.update(valid=None, findings=[], validator="validator failed: %r" % exc)
         return
-    cufile.update(valid=result.ok, errors=len(result.errors), warnings=len(result.warnings),
+    cufile.update(valid=result.ok, errors=result.count("error"), warnings=result.count("warning"),
                   findings=[f.as_dict() for f in result.findings][:MAX_FINDINGS], validator="ok")
     with_config_errors(gds, [f.message for f in result.errors])
 

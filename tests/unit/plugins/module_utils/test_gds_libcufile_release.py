@@ -67,3 +67,13 @@ def test_a_slab_config_string_is_checked_against_the_wheels_1_20_not_1_15():
     assert cufile["valid"] is False and cufile["errors"] == 1
     assert "libcufile 1.20 aborts the whole process (SIGABRT)" in cufile["findings"][0]["message"]
     assert gds["reasons"][-1].startswith("cufile.json: properties.gpu_bounce_buffer_slab_config")
+
+
+def test_the_facts_count_every_error_also_those_past_the_listed_ones():
+    text = "{\"properties\": {%s}}" % ", ".join("\"no_such_key_%d\": 1" % i for i in range(300))
+    gds = {"libcufile": dict(LIBS["name says it"]), "nvidia_fs": {"loaded": False},
+           "cufile": {"files": [{"role": "global", "path": "/etc/cufile.json", "text": text}]}}
+    results.validate_cufile(gds)
+    assert gds["cufile"]["valid"] is False
+    assert gds["cufile"]["errors"] == 300
+    assert len(gds["cufile"]["findings"]) <= results.MAX_FINDINGS
