@@ -375,10 +375,10 @@ def acceptance(results, slopes, rollout, goals):
         lo, hi = sizes[0], sizes[-1]
         s = slopes[(lo, hi)]
         x = ratio(s["rerun"], s["ping"])
-        lines.append("  %s converged re-run per-host slope %d->%d: %.2fx ping's (goal <= %.1fx)"
+        lines.append("  %s converged re-run per-host slope %d->%d: %.2fx ping's (goal <= %gx)"
                      % (verdict(x, goals["rerun slope"]), lo, hi, x, goals["rerun slope"]))
         x = ratio(s["verify"], s["ping"])
-        lines.append("  %s verify per-host slope %d->%d: %.2fx ping's (goal <= %.1fx)"
+        lines.append("  %s verify per-host slope %d->%d: %.2fx ping's (goal <= %gx)"
                      % (verdict(x, goals["verify slope"]), lo, hi, x, goals["verify slope"]))
     if not sizes:
         return lines + rollout_acceptance(rollout, goals)
@@ -386,7 +386,7 @@ def acceptance(results, slopes, rollout, goals):
     m, changed = results[hi]["median"], results[hi]["rerun_changed"]
     x = ratio(m["rerun"], m["ping"])
     ok = x <= goals["rerun/ping"] and not any(changed)
-    lines.append("  %s converged re-run at %d hosts: %.2fx ping (goal <= %.1fx), changed=%s"
+    lines.append("  %s converged re-run at %d hosts: %.2fx ping (goal <= %gx), changed=%s"
                  % ("PASS" if ok else "FAIL", hi, x, goals["rerun/ping"], "/".join(str(c) for c in changed)))
     p = results[hi]["peak_kib"]
     lines.append("  INFO controller peak RSS at %d hosts: re-run %.0f MiB, verify %.0f MiB, ping %.0f MiB"
@@ -399,7 +399,7 @@ def rollout_acceptance(rollout, goals):
     if rollout:
         x = ratio(rollout["site"]["s"], rollout["peer"]["s"])
         same = not rollout["diffs"]
-        lines.append("  %s first rollout at %d hosts: site.yml %.1f s = %.2fx the peer's %.1f s (goal <= %.1fx)"
+        lines.append("  %s first rollout at %d hosts: site.yml %.1f s = %.2fx the peer's %.1f s (goal <= %gx)"
                      % (verdict(x, goals["rollout/peer"]), len(rollout["site"]["state"]), rollout["site"]["s"], x,
                         rollout["peer"]["s"], goals["rollout/peer"]))
         lines.append("  %s same end state after both first rollouts (packages, nvidia_fs loaded + option + "
