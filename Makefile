@@ -81,10 +81,14 @@ demo-k8s: venv
 # Everything. pytest orchestrates the slow suites too (tests/system), so its summary line is
 # the last thing printed.
 test: venv deps ansible-test-offline
-	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/unit tests/system tests/integration/gpu_operator tests/integration/gds_node_probe
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -ra tests/unit tests/security tests/system tests/integration/gpu_operator tests/integration/gds_node_probe
 
 test-unit: venv
 	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/unit
+
+# The security suite: attacks, bad inputs and probe interruptions, with their figures last.
+test-security: venv
+	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/security
 
 test-sanity: venv ansible-test-offline
 	$(BIN)/pytest -p no:cacheprovider -p no:pytest-ansible -q tests/system/test_sanity.py
