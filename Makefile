@@ -21,7 +21,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/lab/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv deps aptrepo collection-link lab-up lab-down lab-status demo test test-unit \
+.PHONY: help venv deps aptrepo collection-link lab-up lab-down lab-status demo test test-unit test-security \
         test-sanity test-lint test-k8s test-system bench bench-k8s build lock ansible-test-offline clean demo-k8s
 
 help:
