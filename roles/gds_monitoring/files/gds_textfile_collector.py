@@ -18,7 +18,6 @@ import re
 import stat
 import sys
 import tempfile
-import time
 
 MIB = 1 << 20  # nvidia-fs prints BYTES_TO_MB(b) = b >> 20 under the names MiB (2.x) and MB (1.x)
 MODES = ("gds", "p2pdma", "compat", "unavailable", "failed")
@@ -338,8 +337,8 @@ def collect(proc_root="/", record_path=None, require_mode=None):
             version = parse_version(_read(proc("proc", "driver", "nvidia-fs", "version"))
                                     or _read(proc("sys", "module", "nvidia_fs", "version")))
             header, stats = parse_stats(_read(proc("proc", "driver", "nvidia-fs", "stats")) or "")
-            samples.append(sample("gds_nvidia_fs_info", 1, {"version": version or header.get("driver_version") or "",
-                                                           "gds_version": header.get("gds_version", "")}))
+            info = {"version": version or header.get("driver_version") or "", "gds_version": header.get("gds_version", "")}
+            samples.append(sample("gds_nvidia_fs_info", 1, info))
             if "rw_stats_enabled" in header:
                 samples.append(sample("gds_nvidia_fs_rw_stats_enabled", int(header["rw_stats_enabled"])))
             samples.extend(stats)
