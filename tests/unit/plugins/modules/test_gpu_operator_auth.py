@@ -21,7 +21,7 @@ def _kube_args(helm):
     """(--kubeconfig path, --kube-context) of the helm calls that reach the cluster (one set for the run)."""
     seen = {(c[c.index("--kubeconfig") + 1] if "--kubeconfig" in c else None,
              c[c.index("--kube-context") + 1] if "--kube-context" in c else None)
-            for c in helm.calls if c[1] not in ("version", "show")}
+            for c in helm.calls if c[1] not in ("version", "show", "template")}
     assert len(seen) == 1, seen
     return seen.pop()
 
