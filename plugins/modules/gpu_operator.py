@@ -235,8 +235,8 @@ options:
   wait_timeout:
     description:
       - Seconds (or a duration like V(10m)) the whole run may take. helm and the readiness wait share it less a
-        reserve (five times the slowest read-only helm call, more on a loaded host; at least 3 s and a fifth, at most
-        60 s or half) in which a rollback or the uninstall of a failed first install runs, without C(--wait) so that
+        reserve (eight times the slowest read-only helm call, more on a loaded host; at least 3 s and a fifth, at most
+        60 s or two thirds) in which a rollback or the uninstall of a failed first install runs, without C(--wait) so that
         it cannot time out and leave the release C(failed). The result's RV(elapsed) is the time taken.
       - When the reads before the upgrade leave no time within it, the run fails before helm changes anything.
     type: raw

@@ -215,7 +215,7 @@ def test_client_rejects_helm2():
 
 def test_undo_reserve_stays_inside_wait_timeout():
     assert [oc.undo_reserve(t) for t in (2, 15, 60, 600, 3600)] == [1, 3, 12, 60, 60]
-    assert oc.undo_reserve(15, slowest=1.1) == 6 and oc.undo_reserve(15, slowest=3) == 7
+    assert oc.undo_reserve(15, slowest=0.6) == 5 and oc.undo_reserve(15, slowest=3) == 10
     assert oc.undo_reserve(600, slowest=2.2) == 60
 
 
