@@ -75,6 +75,16 @@ BAD_FIELD = st.one_of(st.just(""), st.tuples(_text(max_size=4), st.sampled_from(
 
 
 # --------------------------------------------------------------------------- invalid values
+def _not_a_float_word(text):
+    """False for the words float() reads (inf, Infinity, nan): ansible-core's check_type_int raises
+    OverflowError / ValueError for them instead of TypeError, a core behaviour this test does not probe."""
+    try:
+        float(text)
+    except ValueError:
+        return True
+    return False
+
+
 def bad_value(opt):
     """A strategy of values Ansible's argument spec must refuse for ``opt`` (None: none)."""
     kind = opt.get("type", "str")
@@ -83,7 +93,7 @@ def bad_value(opt):
         bad = LETTERS.filter(lambda s: s not in choices)
         return bad.map(lambda s: [s]) if kind == "list" else bad
     if kind == "int":  # no 3-item lists: ansible-core 2.19 reads them as decimal.Decimal tuples (see docs)
-        return st.one_of(LETTERS.filter(lambda s: s.lower() not in ("inf", "nan")),
+        return st.one_of(LETTERS.filter(_not_a_float_word),
                          st.lists(st.integers(), min_size=1).filter(lambda v: len(v) != 3),
                          st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not f.is_integer()))
     if kind == "bool":
