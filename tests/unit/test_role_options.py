@@ -210,7 +210,8 @@ def plan_play_run(tmp_path_factory):
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(tmp),
                ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp / "hosts.yml"),
-                           str(tmp / "play.yml")], cwd=str(tmp), env=env, capture_output=True, text=True, timeout=300)
+                           str(tmp / "play.yml")], cwd=str(tmp), env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     return proc.stdout + proc.stderr, proc.returncode
 
 

@@ -275,8 +275,8 @@ def _problem(node, report, config):
                 text += "; restarts: %d" % ctr["restart_count"]
             parts.append(text + ")")
         elif not ctr["image_ok"]:
-            parts.append("%s runs %s, %s wants %s (not rolled out yet)" % (ctr["name"], ctr["image"], config["source"],
-                                                                      expected))
+            parts.append("%s runs %s, %s wants %s (not rolled out yet)"
+                         % (ctr["name"], ctr["image"], config["source"], expected))
     return "%s: %s" % (node, "; ".join(parts))
 
 

@@ -138,4 +138,3 @@ def test_messages_in_the_users_terms(rig):
     rc, res, out = rig.play(**base(rig, go_values={"gds": {"enabled": "false"}}, go_gds={"version": "2.29.4"}))
     assert rc != 0 and 'values gds.enabled: "false" is a string, not a boolean' in res["msg"], out[-4000:]
     assert rig.revisions() == []
-

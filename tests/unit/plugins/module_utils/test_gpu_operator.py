@@ -206,4 +206,3 @@ def test_unsupported_os_counts_only_nodes_meant_to_get_gds(nodes):
     assert "gpu-b (rocky 9.4)" in g.preflight({"gds": {"enabled": True}}, fleet, "fail", drivers=crs)["errors"][0]
     with_default = {"driver": {"nvidiaDriverCRD": {"enabled": True}}, "gds": {"enabled": True}}
     assert g.preflight(with_default, fleet, "fail", drivers=crs[:1])["errors"]
-

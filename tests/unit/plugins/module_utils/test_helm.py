@@ -235,4 +235,3 @@ def test_error_text_drops_helm4_log_lines_and_repeats():
     text = ('level=WARN msg="upgrade failed" name=gpu-operator error="context deadline exceeded"\n'
             "Error: UPGRADE FAILED: context deadline exceeded\nError: UPGRADE FAILED: context deadline exceeded\n")
     assert oc.error_text(text) == "Error: UPGRADE FAILED: context deadline exceeded"
-

@@ -300,7 +300,6 @@ def test_gds_only_where_the_node_pool_asks_for_it(healthy):
     assert kr.probe_selection(nodes, [], crs) == (nodes, [])
 
 
-
 class _ProbeApi(object):
     """gds_node_probe's KubeApi, as far as its node selection reads it."""
 
