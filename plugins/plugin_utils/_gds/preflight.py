@@ -94,7 +94,13 @@ def _check_free_space(host, policy):
         return _row("free space", "passed", "%s MiB free on / (%s: %s)" % (free, var("min_free_mb"), needed))
     return _row("free space", "failed", "only %s MiB free on /, %s MiB needed for the packages and the DKMS build of "
                 "nvidia-fs (%s); free some space, or %s (0 skips the check)"
-                % (free, needed, var("min_free_mb"), setting("min_free_mb", free)))
+                % (free, needed, var("min_free_mb"), setting("min_free_mb", _below(free))))
+
+
+def _below(free_mb):
+    """A min_free_mb the host passes now and still passes after the next run's first writes:
+    the free space moves between two runs, so the suggestion leaves up to 100 MiB of room."""
+    return max(1, (free_mb - 1) // 100 * 100) if free_mb > 100 else max(1, free_mb // 2)
 
 
 def _check_driver(gds, policy):

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -182,3 +183,11 @@ def test_the_stage_os_warning_stays_where_preflight_has_nothing_to_say_about_the
     result = {"warnings": [STAGE_OS_WARNING]}
     assert _preflight.record(result, UBUNTU, POLICY) == []
     assert result["warnings"] == [STAGE_OS_WARNING]
+
+
+@pytest.mark.parametrize("free", [76538, 76500, 150, 50])
+def test_the_free_space_a_failure_suggests_still_passes_after_a_little_more_is_used(free):
+    failures, _warnings = _preflight.checks(facts(host__free_mb={"/": free}), policy(min_free_mb=10 ** 8))
+    suggested = int(re.search(r"set gds_preflight_min_free_mb: (\d+)", failures[0]).group(1))
+    assert 0 < suggested < free  # the disk moves between the two runs: a few MiB used must not fail it
+    assert _preflight.checks(facts(host__free_mb={"/": suggested}), policy(min_free_mb=suggested))[0] == []
