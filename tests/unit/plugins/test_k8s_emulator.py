@@ -242,6 +242,8 @@ def test_standin_nvidiadriver_mode_one_daemonset_per_pool():
         spec = {"version": "595.91.07", "gds": {"enabled": True, "version": "2.29.4"}}
         if selector:
             spec["nodeSelector"] = selector
+        else:
+            spec["default"] = True  # the CR for the GPU nodes no other CR selects
         store.create(NVD, {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": name},
                            "spec": spec})
     _run(ctl)
