@@ -16,8 +16,8 @@ from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import argument_spec, host_options
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec as preflight_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_plan import argument_spec, host_options
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options as _role_options
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars

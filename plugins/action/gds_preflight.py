@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_preflight import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, warm
 

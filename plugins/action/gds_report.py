@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from ansible import context
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_report import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_report import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet as fr
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import journal as run_journal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import repair

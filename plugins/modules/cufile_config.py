@@ -302,7 +302,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.cufile_config import (
     MUTUALLY_EXCLUSIVE, CufileConfigError, argument_spec, run_apply, run_plan)
 
 

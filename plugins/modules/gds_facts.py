@@ -280,7 +280,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_facts import argument_spec, check_params, gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_facts import argument_spec, check_params, gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner

@@ -249,7 +249,7 @@ run_id:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as main_mod
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe as main_mod
 
 
 def argument_spec():

@@ -184,7 +184,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_plan import StageFailed, argument_spec, plan
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_plan import StageFailed, argument_spec, plan
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 

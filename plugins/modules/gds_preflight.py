@@ -119,7 +119,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_preflight import argument_spec
 
 
 def main():

@@ -146,7 +146,7 @@ journal:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_report import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_report import argument_spec
 
 
 def main():

@@ -410,7 +410,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gpu_operator import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gpu_operator import (
     MUTUALLY_EXCLUSIVE, REQUIRED_IF, GpuOperatorManager, ModuleFailure, argument_spec)
 
 

@@ -134,7 +134,7 @@ nvidia_fs_rebuild_required:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.mofed import argument_spec, execute
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.mofed import argument_spec, execute
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 

@@ -164,7 +164,7 @@ reload_required:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.nvidia_fs import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.nvidia_fs import (
     REQUIRED_TOGETHER, argument_spec, execute)
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 

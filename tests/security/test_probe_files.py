@@ -24,7 +24,7 @@ import time
 import pytest
 
 import ansible_collections
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_facts import gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_facts import gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin
@@ -214,7 +214,7 @@ def test_sweep_of_dead_runs_never_follows_another_users_entries(tmp_path, libs, 
 
 MODULE = r'''
 import json, os, sys
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_facts import gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_facts import gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin

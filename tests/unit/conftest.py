@@ -30,7 +30,7 @@ def lab_marker(tmp_path_factory, monkeypatch):
 def host_libcufile_1_15(monkeypatch):
     """The host's libcufile is CUDA 13.0's 1.15.1 (what cufile_config's ``cufile_version: auto``
     reads); tests of other releases or of a host without libcufile patch it themselves."""
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as _cufile_config
     found = {"path": "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcufile.so.0", "version": "1.15.1"}
     monkeypatch.setattr(_cufile_config, "host_libcufile", lambda paths=None: dict(found))
     return found

@@ -23,9 +23,9 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.gpudirect.storage.plugins.action import gds_plan as action
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_facts
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_plan as _gds_plan
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_preflight as _gds_preflight
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts as _gds_facts
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_plan as _gds_plan
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_preflight as _gds_preflight
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options as _role_options
 from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
 from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_plan import module_result

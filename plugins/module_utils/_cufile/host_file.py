@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """cufile.json on the host as cufile_config sees it: what is at the path now (FileState), the
 desired document, whether its content changes, the diff, the backup and the atomic write, and
-the checks of the file options. Split from _flows/cufile_config.py (the module's sequence),
+the checks of the file options. Split from _module_backends/cufile_config.py (the module's sequence),
 which imports it. PRIVATE to the collection. Standard library only (runs on bare GPU hosts).
 """
 

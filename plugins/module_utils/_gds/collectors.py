@@ -6,7 +6,7 @@
 Everything here reads files through :class:`_common.hostpaths.HostPaths` (re-rootable with
 GPUDIRECT_HOST_ROOT / GPUDIRECT_PROC_ROOT) and runs commands through :class:`_common.runner.Runner`;
 the parsing is in _gds.parse, the verdict in _gds.verdict, the probe child in _gds.probe_child /
-_gds.probe, and _flows.gds_facts puts them together. No GPU library is ever loaded in this process.
+_gds.probe, and _module_backends.gds_facts puts them together. No GPU library is ever loaded in this process.
 """
 
 from __future__ import annotations

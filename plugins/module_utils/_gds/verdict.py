@@ -272,7 +272,7 @@ def _missing(facts):
 
 
 def verdict(facts):
-    """The host's mode from the gathered facts (see _flows.gds_facts.gather for their shape)."""
+    """The host's mode from the gathered facts (see _module_backends.gds_facts.gather for their shape)."""
     nvidia = facts.get("nvidia") or {}
     probe = facts.get("probe") or {}
     lib = facts.get("libcufile") or {}

@@ -4,7 +4,7 @@
 """gds_node_probe, the pure part: the probe bundle, ConfigMap and Pod specs, what a pod's status
 says and the per-node verdict (the node labels are in ``node_labels``). PRIVATE to the collection.
 
-The pod runs the collection's own gds_facts gather (``_flows/gds_facts.gather``: collectors, the
+The pod runs the collection's own gds_facts gather (``_module_backends/gds_facts.gather``: collectors, the
 cuFile probe child, ``_gds/verdict.verdict``) from files in an immutable ConfigMap, so a node's
 verdict is computed by exactly the code that computes a host's; the pod's command (the pod spec,
 which nobody can change) checks their sha256 first. Nothing here talks to the API.
@@ -19,7 +19,7 @@ import inspect
 import json
 import re
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts as _gds_gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as verdict_mod
 # Imported so Ansible ships them with the module: bundle() sends them to the pod.
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostpaths, runner  # noqa: F401 pylint: disable=unused-import
@@ -28,7 +28,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds import prob
 
 PACKAGE = "ansible_collections.gpudirect.storage.plugins.module_utils"
 # what the pod program (ENTRY) imports; the bundle follows their imports
-ENTRY_MODULES = tuple(PACKAGE + "." + m for m in ("_flows.gds_facts", "_common.hostpaths", "_common.runner"))
+ENTRY_MODULES = tuple(PACKAGE + "." + m for m in ("_module_backends.gds_facts", "_common.hostpaths", "_common.runner"))
 MARK = "@@GDS_NODE@@"
 MANAGED_BY = ("app.kubernetes.io/managed-by", "gpudirect.storage.gds_node_probe")
 RUN_LABEL = "gpudirect.storage/node-probe-run"
@@ -89,7 +89,7 @@ try:
         with open(os.path.join(base, *parts[:-1] + [parts[-1] + ".py"]), "wb") as f:
             f.write(data)
     sys.path.insert(0, root)
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts as _gds_gather
     from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostpaths as _hostpaths
     from ansible_collections.gpudirect.storage.plugins.module_utils._common import runner as _runner
 

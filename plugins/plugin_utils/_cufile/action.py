@@ -15,7 +15,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits import read_capped, size_problem
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.releases import known_releases
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import argument_spec, shipped_refusal
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.cufile_config import argument_spec, shipped_refusal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import available_versions, load_schema
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import Finding, LintResult, how_many
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import (

@@ -141,7 +141,7 @@ def test_rerun_cleans_leftovers_and_interrupt_leaves_nothing(cluster_factory):
     cluster.emu.control(node_env={"*": dict(cluster.settings["node_env"]["*"], GDS_STANDIN_CUDA="hang")})
     script = ("import sys, json; sys.path[:0] = %r\n"
               "from kubernetes import config\n"
-              "from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as r\n"
+              "from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe as r\n"
               "p = dict((k, v.get('default')) for k, v in r.argument_spec().items())\n"
               "p.update(namespace='default', image='x', probe_path=[%r])\n"
               "api = r.KubeApi(config.new_client_from_config(config_file=%r, persist_config=False))\n"

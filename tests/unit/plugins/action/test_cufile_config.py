@@ -12,7 +12,7 @@ from unittest.mock import MagicMock
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.action import cufile_config as action_mod
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as _cufile_config
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import loads
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config as module_mod
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module

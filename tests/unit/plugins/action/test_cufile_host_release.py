@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as _cufile_config
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import loads
 from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_cufile_config import Harness
 

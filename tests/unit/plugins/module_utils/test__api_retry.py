@@ -125,7 +125,7 @@ def _flaky(helm, failures):
 
 @pytest.mark.parametrize("failures, ok", [(2, True), (9, False)])
 def test_gpu_operator_retries_reads_then_succeeds_or_fails_clearly(failures, ok):
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gpu_operator as mgr
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
     from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
     from ansible_collections.gpudirect.storage.tests.unit.plugins.modules import test_gpu_operator as gop
     from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.cufile_config import shipped_refusal
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.cufile_config import shipped_refusal
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.findings import (
     RELEASES, config_error_code, known_releases, release_of)
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema import (

@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_labels as nl
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_probe as np
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as run_mod
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe as run_mod
 
 
 def params(**extra):
@@ -72,7 +72,7 @@ def test_configmap_carries_the_collection_probe_and_gather():
     assert cm["immutable"] is True and cm["metadata"]["name"] == "gds-node-probe-r1-" + digest[:12]
     assert cm["metadata"]["annotations"]["gpudirect.storage/bundle-sha256"] == digest
     for name in ("_gds.probe", "_gds.probe_child", "_gds.probe_io", "_gds.probe_lib", "_gds.probe_nvml", "_gds.probe_tune",
-                 "_flows.gds_facts", "_gds.verdict", "_gds.collectors",
+                 "_module_backends.gds_facts", "_gds.verdict", "_gds.collectors",
                  "_common.hostpaths", "_common.runner"):
         assert "mu.%s.py" % name in data
     assert json.loads(data["params.json"])["probe_path"] == ["/data"]

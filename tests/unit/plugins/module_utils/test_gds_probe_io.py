@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_io as io
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_facts import throughput_summary
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_facts import throughput_summary
 
 MIB = 1 << 20
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import probe_child as child
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_facts import gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_facts import gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin

@@ -313,7 +313,7 @@ class _ProbeApi(object):
 
 @pytest.mark.skipif(not kw.HAS_KUBERNETES, reason="needs the kubernetes client")
 def test_gds_node_probe_default_selection_follows_the_driver_crs(monkeypatch):
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as probe
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe as probe
     policy = {"metadata": {"name": "cluster-policy"}, "spec": {"driver": {"useNvidiaDriverCRD": True}}}
     crs = [_driver_cr("storage", "gpu-a", gds=True), _driver_cr("compute", "gpu-b")]
     lists = {"clusterpolicies": [policy], "nvidiadrivers": crs}

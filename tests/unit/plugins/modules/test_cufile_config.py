@@ -12,7 +12,7 @@ import stat
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import host_file as _host_file
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as _cufile_config
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as _cufile_config
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import dumps, loads
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import shipped
 from ansible_collections.gpudirect.storage.plugins.modules import cufile_config

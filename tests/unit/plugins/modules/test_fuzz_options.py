@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts as _gds_gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts as _gds_gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_report,
                                                                    gds_node_probe, gds_plan, gds_preflight, gpu_operator,
@@ -355,7 +355,7 @@ def test_fuzz_gpu_operator_options(record_property, tmp_path):
 
 def _without_chart_ref(gop, helm, args):
     from unittest import mock
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gpu_operator as mgr
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
     runner = mock.Mock()
     runner.run.side_effect = helm
     with mock.patch.object(mgr, "Runner", return_value=runner), \
@@ -383,7 +383,7 @@ class _RecordingApi(object):
 
 def test_fuzz_gds_node_probe_options(record_property):
     from unittest import mock
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_node_probe as run_mod
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe as run_mod
     base = {"probe_path": ["/data"]}
     semantic = [
         st.one_of(st.integers(max_value=0), st.integers(min_value=1001))

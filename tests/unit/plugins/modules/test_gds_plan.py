@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_plan as _gds_plan
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_plan as _gds_plan
 from ansible_collections.gpudirect.storage.plugins.modules import gds_plan, mofed, nvidia_fs
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.testhost_mofed_nvidia_fs import FakeHost
 

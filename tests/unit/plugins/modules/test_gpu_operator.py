@@ -15,7 +15,7 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gpu_operator as mgr
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Result
 from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows.gds_preflight import argument_spec
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_preflight import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 
 POLICY = dict((k, v.get("default")) for k, v in argument_spec().items())
@@ -133,7 +133,7 @@ def test_no_check_that_cannot_fail():
 
 
 def test_one_knob_spelling_for_unsupported_os():
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows.nvidia_fs import argument_spec as nvfs_spec
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.nvidia_fs import argument_spec as nvfs_spec
     from ansible_collections.gpudirect.storage.plugins.modules.gpu_operator import argument_spec as operator_spec
     for spec in (argument_spec(), nvfs_spec(), operator_spec()):
         assert spec["unsupported_os"]["choices"] == ["fail", "warn"] or \

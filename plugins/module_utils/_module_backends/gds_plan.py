@@ -19,7 +19,7 @@ from __future__ import annotations
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
-from ansible_collections.gpudirect.storage.plugins.module_utils._flows import gds_facts
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.queries import PackageMemo
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
@@ -157,10 +157,10 @@ def stage_flow(name):
     """The flow module of a package stage (mofed, nvidia_fs), or None; imported here so that only
     the stages asked for are compiled on the target."""
     if name == "mofed":
-        from ansible_collections.gpudirect.storage.plugins.module_utils._flows import mofed as flow
+        from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import mofed as flow
         return flow
     if name == "nvidia_fs":
-        from ansible_collections.gpudirect.storage.plugins.module_utils._flows import nvidia_fs as flow
+        from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import nvidia_fs as flow
         return flow
     return None
 
@@ -177,7 +177,7 @@ def stage_spec(name):
         together = getattr(flow, "REQUIRED_TOGETHER", None)
         return flow.argument_spec(), {"required_together": together} if together else {}, flow.execute
     from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
-    from ansible_collections.gpudirect.storage.plugins.module_utils._flows import cufile_config as cfg
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as cfg
 
     def execute(module, paths, runner):
         try:
