@@ -163,7 +163,7 @@ options:
       - Label each node proven by this run C(node-restriction.kubernetes.io/gpudirect.storage.gds-mode=<mode>) and
         C(node-restriction.kubernetes.io/gpudirect.storage.gds-verified=true|false), with the reason and GB/s in the
         annotation C(gpudirect.storage/gds-probe) and the time of the proof (RFC 3339, UTC) in
-        C(gpudirect.storage/gds-proven-at). A node is patched (and C(changed)) only when one of the labels changes.
+        C(gpudirect.storage/gds-proven-at). A node is patched (and C(changed)) when one of the labels changes or its proof time is more than a day old.
       - The labels are under C(node-restriction.kubernetes.io/), which Kubernetes' NodeRestriction admission forbids a
         kubelet to change on its own Node, so a node cannot label itself proven.
       - After the run exactly the nodes this run proved carry them - every other node carrying any of these labels or

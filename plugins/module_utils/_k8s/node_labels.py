@@ -14,6 +14,7 @@ verdict) loses them all.
 
 from __future__ import annotations
 
+import datetime
 import json
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.api_retry import ApiCallFailed
@@ -23,6 +24,7 @@ LABEL_VERIFIED = "node-restriction.kubernetes.io/gpudirect.storage.gds-verified"
 ANNOTATION = "gpudirect.storage/gds-probe"
 PROVEN_AT = "gpudirect.storage/gds-proven-at"
 LABELS, ANNOTATIONS = (LABEL_MODE, LABEL_VERIFIED), (ANNOTATION, PROVEN_AT)
+RFC3339_UTC = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def ours(node):
@@ -37,13 +39,23 @@ def desired_labels(record):
     return {LABEL_MODE: record["mode"], LABEL_VERIFIED: "true" if record.get("verified") else "false"}
 
 
+def _older_than_a_day(proven_at, when):
+    try:
+        then, now = (datetime.datetime.strptime(t, RFC3339_UTC) for t in (proven_at, when))
+    except (TypeError, ValueError):
+        return True
+    return now - then > datetime.timedelta(days=1)
+
+
 def label_patch(current, record, when):
     """The merge patch for a Node (``current``: the Node dict) carrying ``record``'s verdict, or
-    None when it already says so: GB/s and time alone never rewrite a node, so ``PROVEN_AT`` is
-    when the current verdict was first proven (RFC 3339, UTC)."""
+    None when it already says so. GB/s alone never rewrite a node; ``PROVEN_AT`` (RFC 3339, UTC)
+    is rewritten when the verdict changes and at most once a day while it holds, so a re-run the
+    same day changes nothing and a node probed daily never looks like a stale proof."""
     have = ours(current)
     want = desired_labels(record)
-    if all(have.get(k) == v for k, v in want.items()) and all(k in have for k in ANNOTATIONS):
+    if (all(have.get(k) == v for k, v in want.items()) and ANNOTATION in have
+            and not _older_than_a_day(have.get(PROVEN_AT), when)):
         return None
     tput = record.get("throughput") or {}
     note = {"mode": record["mode"], "reason": record.get("reason"), "verified": bool(record.get("verified")),

@@ -340,7 +340,7 @@ def run(params, check_mode, api=None, clock=time.time, diff=False):
     if not all_nodes:
         return "no node matches node_selector %r: nothing to probe (is the GPU Operator running?)" % (
             params["node_selector"]), result
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+    when = time.strftime(nl.RFC3339_UTC, time.gmtime(clock()))
     api_errors = []
     if check_mode:  # the selected nodes' verdicts are unknown: only the other nodes' removals are sure
         result["msg"] = "check mode: would probe %d node(s): %s" % (len(names), ", ".join(names))

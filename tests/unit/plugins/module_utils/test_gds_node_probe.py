@@ -280,3 +280,16 @@ def test_kube_api_deletes_report_gone_objects_and_raise_other_errors():
                                                       "_request_timeout": 30})
     assert api.core.calls[-1] == ("list nodes", {"label_selector": None, "_preload_content": False,
                                                  "_request_timeout": 30})
+
+
+def test_a_re_proof_a_day_later_refreshes_proven_at_so_the_stale_proof_alert_clears():
+    node = {"mode": "compat", "verified": True}
+    first = nl.label_patch({"metadata": {}}, node, "2026-11-23T00:00:00Z")
+    labelled = {"metadata": {"labels": dict(first["metadata"]["labels"]), "annotations": first["metadata"]["annotations"]}}
+    assert nl.label_patch(labelled, node, "2026-11-23T23:59:59Z") is None  # same day: nothing to write
+    later = nl.label_patch(labelled, node, "2026-11-24T06:00:00Z")
+    assert later["metadata"]["annotations"]["gpudirect.storage/gds-proven-at"] == "2026-11-24T06:00:00Z"
+    garbled = {"metadata": {"labels": labelled["metadata"]["labels"],
+                            "annotations": dict(labelled["metadata"]["annotations"],
+                                                **{"gpudirect.storage/gds-proven-at": "yesterday"})}}
+    assert nl.label_patch(garbled, node, "2026-11-23T01:00:00Z") is not None  # unreadable: rewritten
