@@ -1,4 +1,4 @@
-"""A second, unprivileged local user for the controller's attack tests, and a way to run Python
+"""A second, unprivileged local user for the attack tests (controller and probe), and a way to run Python
 as that user."""
 
 import os

@@ -11,10 +11,8 @@ nothing left in the probe directory (``bytes_left``)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import pwd
 import signal
 import subprocess
 import sys
@@ -28,6 +26,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin
+from controller_users import local_user
 
 pytestmark = [pytest.mark.skipif(standin.gcc() is None, reason="needs a C compiler for the libcufile stand-in"),
               pytest.mark.skipif(os.geteuid() != 0, reason="a second user and root's files need root")]
@@ -47,17 +46,6 @@ def shared(tmp_path):
     os.chmod(base, 0o755)
     yield base
     subprocess.run(["rm", "-rf", "--one-file-system", base], check=False)
-
-
-@contextlib.contextmanager
-def local_user(name):
-    """A throwaway unprivileged user (no home, no shell), removed afterwards."""
-    subprocess.run(["userdel", name], stderr=subprocess.DEVNULL, check=False)
-    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-    try:
-        yield pwd.getpwnam(name)
-    finally:
-        subprocess.run(["userdel", name], check=False)
 
 
 def params(path, **kw):
