@@ -141,7 +141,7 @@ journal:
   description: The run journal read, or null when the callback was not enabled.
   returned: always
   type: str
-  sample: /tmp/gds-report-journal.k2j3.jsonl
+  sample: /tmp/gds-report-journal.k2j3x9q1/journal.jsonl
 """
 
 from ansible.module_utils.basic import AnsibleModule
