@@ -67,7 +67,7 @@ def run(module, paths, runner, backend, result):
         except BaseException:
             write.undo()
             raise
-    plan = pk.plan_packages(installed, available, wanted, strict=not (module.check_mode and ch))
+    plan = pk.plan_packages(installed, available, wanted, strict=not (module.check_mode and ch), family=backend.family)
     if plan["errors"]:
         if write:  # leave the host as found: the repository file and the package index
             write.undo()

@@ -143,8 +143,8 @@ class NvidiaFs(object):
                                  ", ".join(avail) or "none - is the CUDA repository configured? (option repo)"))
             return v, None
         if want:
-            return (select_version(offered(), want) or want), None
-        return (have or select_version(offered(), None)), None
+            return (select_version(offered(), want, self.backend.family) or want), None
+        return (have or select_version(offered(), None, self.backend.family)), None
 
     # ------------------------------------------------------------------ run
     def run(self):
@@ -206,7 +206,8 @@ class NvidiaFs(object):
         for name in NVFS_PACKAGES:
             if name in specs and specs[name] is None and target:
                 specs[name] = target
-        plan = pk.plan_packages(installed, available, specs, "present", strict=not (self.check and repo_change))
+        plan = pk.plan_packages(installed, available, specs, "present", strict=not (self.check and repo_change),
+                                family=self.backend.family)
         if plan["errors"]:
             raise pk.PackageError("; ".join(plan["errors"]) + ". Nothing was changed.")
         return plan

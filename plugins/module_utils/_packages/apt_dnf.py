@@ -130,8 +130,9 @@ def parse_dnf_repoquery(stdout):
 
 
 # --------------------------------------------------------------------------- plan
-def plan_packages(installed, available, wanted, state="present", strict=True):
-    """Pure: what to do with packages.
+def plan_packages(installed, available, wanted, state="present", strict=True, family=None):
+    """Pure: what to do with packages, versions ordered as the package manager ``family`` orders
+    them (``versions.compare_versions``).
 
     ``installed`` {name: version}; ``available`` {name: [versions]}; ``wanted`` {name: version
     prefix or None}. Returns {"install": [(name, version, "install"|"upgrade"|"downgrade")],
@@ -148,7 +149,7 @@ def plan_packages(installed, available, wanted, state="present", strict=True):
         if have and (spec is None or version_matches(have, spec)):
             plan["ok"].append(name)
             continue
-        target = select_version(available.get(name) or [], spec)
+        target = select_version(available.get(name) or [], spec, family)
         if target is None:
             if strict:
                 avail = available.get(name) or []
@@ -159,7 +160,7 @@ def plan_packages(installed, available, wanted, state="present", strict=True):
             target = spec or "(candidate)"
         kind = "install"
         if have:
-            kind = "downgrade" if compare_versions(target, have) < 0 else "upgrade"
+            kind = "downgrade" if compare_versions(target, have, family) < 0 else "upgrade"
         plan["install"].append((name, target, kind))
     return plan
 
