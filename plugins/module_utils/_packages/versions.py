@@ -62,13 +62,19 @@ def _split(v):
 
 
 def _apt_compare():
-    import apt_pkg  # pylint: disable=import-error
+    try:
+        import apt_pkg  # pylint: disable=import-error
+    except ImportError:
+        return None
     apt_pkg.init_system()
     return apt_pkg.version_compare
 
 
 def _rpm_compare():
-    import rpm  # pylint: disable=import-error
+    try:
+        import rpm  # pylint: disable=import-error
+    except ImportError:
+        return None
     return lambda a, b: rpm.labelCompare(_split(a), _split(b))
 
 
@@ -79,7 +85,7 @@ def library_compare(family):
         load = {"apt": _apt_compare, "dnf": _rpm_compare}.get(family)
         try:
             _LIBRARY_COMPARE[family] = load() if load else None
-        except (ImportError, SystemError, ValueError):
+        except (SystemError, ValueError):  # apt_pkg without a readable apt configuration
             _LIBRARY_COMPARE[family] = None
     return _LIBRARY_COMPARE[family]
 
