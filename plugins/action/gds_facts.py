@@ -8,17 +8,18 @@ controller, never on the GPU host) and add ``gds.cufile.valid`` / ``gds.cufile.f
 The module stays usable without this step: when jsonschema or the validator cannot be
 imported, ``gds.cufile.validator`` says why and ``valid`` is null.
 
-As the task of role gds_verify, the action first checks the role's variables against the role's
-``meta/argument_specs.yml`` (``role_options.check``, as gds_plan does for the stage roles), so a
-playbook can turn Ansible's own check - a second task per host - off (verify.yml does) and an
-error still names the variable the user sets.
+As the task of role gds_verify, the action first looks for variables with one of the
+collection's prefixes that nothing reads (``role_vars.unknown_variables``, as gds_plan does for
+site.yml): a misspelled variable fails before anything runs on the host, named with the one it
+probably meant (``gds_plan_unknown_variables: warn`` or ``ignore`` to go on). Ansible checks the
+role's arguments against its ``meta/argument_specs.yml`` before this task.
 """
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import validate_cufile, verdict_line, warm
 
 MODULE = "gpudirect.storage.gds_facts"
@@ -33,13 +34,14 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        if self._role_name() == ROLE:
-            errors = role_options.check(ROLE, role_options.role_values(self._templar, [ROLE], task_vars or {}))
-            if errors:
-                return dict(result, failed=True, changed=False, msg=(
-                    "the variables of role %s are invalid (its meta/argument_specs.yml): %s - nothing was run on the host"
-                    % (ROLE, "; ".join(errors))))
+        unknown = role_vars.unknown_variables(task_vars or {}) if self._role_name() == ROLE else []
+        policy = self._templar.template((task_vars or {}).get("gds_plan_unknown_variables", "fail")) if unknown else None
+        if unknown and policy not in ("warn", "ignore"):
+            return dict(result, failed=True, changed=False,
+                        msg=role_vars.describe_unknown(unknown) + " - nothing was run on the host")
         result.update(self._execute_module(module_name=MODULE, module_args=self._task.args, task_vars=task_vars))
+        if policy == "warn":
+            result["warnings"] = list(result.get("warnings") or []) + [role_vars.describe_unknown(unknown)]
         gds = (result.get("ansible_facts") or {}).get("gds")
         if isinstance(gds, dict):
             validate_cufile(gds)
@@ -57,4 +59,4 @@ class ActionModule(ActionBase):
 # host: loading the validator and the role's files here once saves every host's worker from
 # doing it again.
 warm()
-role_options.warm()
+role_vars.warm()

@@ -165,30 +165,31 @@ def run_in_role(role_name, task_vars):
                                       templar=Templar(loader=DataLoader(), variables=task_vars))
 
 
-def test_in_the_gds_verify_role_its_variables_are_checked_in_this_one_task():
-    """verify.yml turns Ansible's own per-host role check off (a second task per host): the
-    action checks the role's variables against its argument spec itself, naming the variable,
-    before anything runs on the host."""
-    bad = {"gds_verify_require_mode": "fastest", "gds_verify_probe_size_mb": "lots"}
-    result, execute = run_in_role("gds_verify", bad)
+def test_in_the_gds_verify_role_a_misspelled_variable_fails_naming_the_likely_one():
+    """verify.yml runs only this role: its one task names a variable nothing reads, with the one
+    it probably meant, before anything runs on the host (site.yml's plan does the same)."""
+    typo = {"gds_verify_require_mod": "gds"}
+    result, execute = run_in_role("gds_verify", typo)
     assert result["failed"] and execute.call_count == 0 and result["changed"] is False
-    assert "gds_verify_require_mode" in result["msg"] and "gds_verify_probe_size_mb" in result["msg"]
-    assert "nothing was run" in result["msg"]
+    assert "gds_verify_require_mod (did you mean gds_verify_require_mode?)" in result["msg"]
+    assert "nothing was run on the host" in result["msg"]
+    result, execute = run_in_role("gds_verify", dict(typo, gds_plan_unknown_variables="warn"))
+    assert not result.get("failed") and execute.call_count == 1
+    assert any("gds_verify_require_mod" in w for w in result["warnings"])
     result, execute = run_in_role("gds_verify", {"gds_verify_require_mode": "compat", "gds_verify_probe_size_mb": 16})
     assert not result.get("failed") and execute.call_count == 1
-    result, execute = run_in_role(None, bad)  # a playbook's own gds_facts task: its options are the module's
+    result, execute = run_in_role(None, typo)  # a playbook's own gds_facts task: no role, no role variables
     assert not result.get("failed") and execute.call_count == 1
 
 
-def test_importing_the_action_reads_the_verify_roles_files_before_the_workers_fork(monkeypatch):
-    # each host's worker is a fork of the process that imported the action: the role's argument
-    # spec and defaults, parsed there once, are not parsed again per host
+def test_importing_the_action_reads_the_roles_files_before_the_workers_fork(monkeypatch):
+    # each host's worker is a fork of the process that imported the action: the roles' files,
+    # parsed there once, are not parsed again per host
     import importlib
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options
-    monkeypatch.setattr(role_options, "_FILES", {})
+    from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars
+    role_vars.known_variables.cache_clear()
     importlib.reload(action)
-    options, defaults = role_options._FILES[action.ROLE]
-    assert action.ROLE == "gds_verify" and "gds_verify_probe" in options and "gds_verify_probe" in defaults
+    assert role_vars.known_variables.cache_info().currsize == 1
 
 
 def test_a_hosts_result_is_handled_with_what_the_action_imported_before_the_workers_fork():
