@@ -267,6 +267,8 @@ def _missing(facts):
     elif facts.get("gpus") == [] and nvidia.get("nvml_ok"):
         reasons.append("no NVIDIA GPU: NVML reports 0 devices")
     if not lib.get("path"):
+        if not reasons and facts.get("gpus") == []:  # unavailable anyway: a missing GPU is said first
+            reasons.append("no NVIDIA GPU found (%s)" % (nvidia.get("nvml_error") or "NVML unavailable"))
         reasons.append(libcufile_missing(lib))
     return reasons
 

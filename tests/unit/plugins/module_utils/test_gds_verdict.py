@@ -205,6 +205,20 @@ def test_unavailable_says_which(change, expect):
     assert out["reason"].startswith(expect)
 
 
+def test_a_host_without_a_gpu_hears_no_gpu_before_the_libcufile_link():
+    """The lab's case: the driver is loaded, NVML cannot be loaded, no GPU is listed, and a
+    libcufile without its link was found. The missing GPU is what the user must hear first."""
+    f = facts()
+    f.update(nvidia={"driver_loaded": True, "nvml_ok": False, "nvml_error": "libnvidia-ml.so.1 not found in the library path"},
+             gpus=[], libcufile={"path": None, "searched": ["/usr/lib"],
+                                 "skipped": [{"path": "/usr/lib/libcufile.so.1.15.1", "why": "no libcufile.so.0 link to it"}]},
+             probe={"enabled": True, "ran": False})
+    out = v.verdict(f)
+    assert out["mode"] == "unavailable"
+    assert out["reason"].startswith("no NVIDIA GPU found (libnvidia-ml.so.1 not found in the library path"), out["reason"]
+    assert "create the link" in out["reason"]  # still said, after the GPU
+
+
 def test_probe_disabled_infers():
     f = facts()
     f["probe"] = {"enabled": False, "ran": False}
