@@ -5,7 +5,9 @@
 private and experimental code (``_internal``, ``finalize_task_arg``), zipimport's private fields
 (``_get_files``), the layout of AnsiballZ's zip or of marshalled code, or a bytecode cache of our own.
 Matched where a word starts, in the text of every file: a comment or docstring that names one fails
-too, ``apply_internal`` or ``sys.dont_write_bytecode`` (the switch that stops Python writing any) do not."""
+too, ``apply_internal`` or ``sys.dont_write_bytecode`` (the switch that stops Python writing any) do not.
+Nor does any file call a private method of a module object (``module._symbolic_mode_to_octal(...)``,
+``AnsibleModule._x(...)``, ``self.m._x(...)``); the ``_diff`` attribute every module reads is no call."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FORBIDDEN = ("_internal", "finalize_task_arg", "_get_files", "zipimport", "marshal", "bytecode")
 WORDS = re.compile(r"\b(%s)" % "|".join(re.escape(w) for w in FORBIDDEN))
+# the names this collection gives an AnsibleModule (or the plan's stand-in for one)
+PRIVATE_MODULE_CALL = re.compile(r"\b(?:AnsibleModule|module|self\.module|self\._module|self\.m)\.(_\w+)\s*\(")
 
 
 def forbidden_names(root):
@@ -27,7 +31,7 @@ def forbidden_names(root):
             with open(path, "rb") as f:
                 text = f.read().decode("utf-8", "replace")
             for number, line in enumerate(text.splitlines(), 1):
-                for word in WORDS.findall(line):
+                for word in WORDS.findall(line) + PRIVATE_MODULE_CALL.findall(line):
                     found.append("%s:%d: %s" % (os.path.relpath(path, root), number, word))
     return found
 
@@ -44,6 +48,8 @@ def test_each_forbidden_name_is_caught(tmp_path):
         "plugins/module_utils/_common/d.py": "# keeps a bytecode cache under ~/.ansible\n",
         "plugins/module_utils/_k8s/e.py": "sys.dont_write_bytecode = True\napply_internal = {}\n",
         "plugins/modules/__pycache__/f.py": "import marshal\n",
+        "plugins/module_utils/_common/g.py": "m = AnsibleModule._symbolic_mode_to_octal(st, mode)\n",
+        "plugins/module_utils/_module_backends/h.py": "if module._diff:\n    self.m._load_params ()\n",
     }
     for rel, text in files.items():
         path = tmp_path / rel
@@ -55,5 +61,7 @@ def test_each_forbidden_name_is_caught(tmp_path):
         "plugins/module_utils/_common/c.py:1: zipimport",
         "plugins/module_utils/_common/c.py:2: _get_files",
         "plugins/module_utils/_common/d.py:1: bytecode",
+        "plugins/module_utils/_common/g.py:1: _symbolic_mode_to_octal",
+        "plugins/module_utils/_module_backends/h.py:2: _load_params",
         "plugins/plugin_utils/_gds/b.py:1: finalize_task_arg",
     ]

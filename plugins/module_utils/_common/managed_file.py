@@ -82,13 +82,49 @@ def _gid(group):
         return -1
 
 
-def _wanted_mode(path_stat, mode):
+# chmod's symbolic modes: each class's rwx bits with its special bit (setuid, setgid, sticky)
+_CLASS_BITS = {"u": 0o4700, "g": 0o2070, "o": 0o1007}
+_PERM_BITS = {"r": 0o444, "w": 0o222, "x": 0o111, "s": 0o6000, "t": 0o1000}
+_CLAUSE = re.compile(r"^([ugoa]*)((?:[-+=](?:[rwxXst]*|[ugo]))+)$")
+_ACTION = re.compile(r"([-+=])([ugo]|[rwxXst]*)")
+
+
+def wanted_mode(path_stat, mode):
+    """The mode ``mode`` (an int, octal text or chmod's symbolic form such as ``u=rw,g=r,o=``)
+    gives the file of ``path_stat``, as the file module applies it (the same reading of a
+    missing class: all three, less the umask). ValueError when it is none of these."""
     if isinstance(mode, int):
         return mode
-    if re.match(r"^[0-7]+$", str(mode)):
-        return int(str(mode), 8)
-    from ansible.module_utils.basic import AnsibleModule  # its parser of u+rw,g-w (a classmethod: no module state)
-    return AnsibleModule._symbolic_mode_to_octal(path_stat, str(mode))
+    text = str(mode)
+    if re.match(r"^[0-7]+$", text):
+        return int(text, 8)
+    result = stat.S_IMODE(path_stat.st_mode)
+    for clause in text.split(","):
+        match = _CLAUSE.match(clause)
+        if not match:
+            raise ValueError("mode %r is neither octal nor symbolic (chmod's u=rw,g+r,o-rwx): %r" % (text, clause))
+        classes = sum(_CLASS_BITS[c] for c in set(match.group(1).replace("a", "ugo") or "ugo"))
+        allowed = classes & ~_umask() if not match.group(1) else classes
+        for op, perms in _ACTION.findall(match.group(2)):
+            if perms in _CLASS_BITS:  # g=u: the bits another class has now
+                bits = ((result & _CLASS_BITS[perms] & 0o777) >> {"u": 6, "g": 3, "o": 0}[perms]) * 0o111
+            else:
+                searchable = stat.S_ISDIR(path_stat.st_mode) or result & 0o111
+                bits = sum(_PERM_BITS["x" if p == "X" else p] for p in set(perms) if p != "X" or searchable)
+            bits &= allowed
+            if op == "+":
+                result |= bits
+            elif op == "-":
+                result &= ~bits
+            else:
+                result = (result & ~classes) | bits
+    return result
+
+
+def _umask():
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def _flags_differ(current, wanted):
@@ -114,7 +150,7 @@ def attributes_differ(module, file_args):
     uid, gid = _uid(file_args.get("owner")), _gid(file_args.get("group"))
     if (uid is not None and uid != st.st_uid) or (gid is not None and gid != st.st_gid):
         return True
-    if file_args.get("mode") is not None and _wanted_mode(st, file_args["mode"]) != stat.S_IMODE(st.st_mode):
+    if file_args.get("mode") is not None and wanted_mode(st, file_args["mode"]) != stat.S_IMODE(st.st_mode):
         return True
     secontext = file_args.get("secontext") or [None, None, None, None]
     if any(part is not None for part in secontext) and module.selinux_enabled():

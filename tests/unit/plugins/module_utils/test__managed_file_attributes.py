@@ -43,6 +43,30 @@ def test_mode(existing, mode, differs):
     assert managed_file.attributes_differ(_Reads(), args(existing, mode=mode)) is differs
 
 
+SYMBOLIC = ["u=rw,g=r,o=r", "g+w", "a+x", "u+x,g-r", "go=", "a=r", "u=rwx,go=rx", "+x", "=r", "-w", "a+X",
+            "u+s,g+s", "o+t", "g=u", "o=g,u-w", "u=rw-x+X", "ug+rw,o-rwx", "a-rwx,u+r"]
+
+
+@pytest.mark.parametrize("symbolic", SYMBOLIC)
+@pytest.mark.parametrize("start", [0o644, 0o755, 0o600, 0o4750])
+def test_a_symbolic_mode_means_what_chmod_and_ansible_make_of_it(tmp_path, start, symbolic):
+    """The file module (AnsibleModule.set_mode_if_different) later applies the same mode: the
+    plan's wanted mode must be the mode it would set, or a converged file looks changed."""
+    from ansible.module_utils.basic import AnsibleModule
+    path = tmp_path / "f"
+    path.write_text("")
+    os.chmod(str(path), start)
+    st = os.lstat(str(path))
+    ansibles = AnsibleModule._symbolic_mode_to_octal(st, symbolic)  # pylint: disable=protected-access
+    assert managed_file.wanted_mode(st, symbolic) == ansibles, "%o %s" % (start, symbolic)
+
+
+@pytest.mark.parametrize("bad", ["u=rwz", "q+r", "u+r,", "0999", "rw"])
+def test_a_mode_neither_octal_nor_symbolic_is_refused(existing, bad):
+    with pytest.raises(ValueError, match="mode"):
+        managed_file.wanted_mode(os.lstat(existing), bad)
+
+
 def test_owner_and_group_by_name_and_id(existing):
     st = os.stat(existing)
     me, mine = pwd.getpwuid(st.st_uid).pw_name, grp.getgrgid(st.st_gid).gr_name
