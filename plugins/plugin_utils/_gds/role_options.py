@@ -10,6 +10,7 @@ variables; tests/unit/test_role_options.py holds the two to agreement. Controlle
 from __future__ import annotations
 
 import os
+import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -93,7 +94,13 @@ def check(role, values):
     Ansible's role argument validation gives them (they name the variable)."""
     options = role_files(role)[0]
     provided = dict((name, values[name]) for name in options if name in values)
-    return list(ArgumentSpecValidator(options).validate(provided).error_messages)
+    return [named_empty_choice(e) for e in ArgumentSpecValidator(options).validate(provided).error_messages]
+
+
+def named_empty_choice(message):
+    """Ansible lists an empty choice as nothing before a comma ("must be one of: , compat, ..."):
+    name it instead."""
+    return re.sub(r"must be one of: , (.*?), got: ", r'must be one of: \1 or "" (empty), got: ', message)
 
 
 def invalid(errors):
