@@ -125,11 +125,19 @@ class ActionModule(ActionBase):
         if converged and not failures and args["require_mode"]:
             met, unmet = gate(gds, args["require_mode"], args["require_proven"])
             gds["require_mode"] = {"mode": args["require_mode"], "proven": args["require_proven"], "met": met}
-            if unmet:
-                failures.append(unmet)
+            if unmet:  # the verify of a converged host: its facts are the fleet report's, as gds_verify's
+                result.update(failed=True, msg=unmet)
+                return result
         if failures:
-            result.update(failed=True, msg="; ".join(failures) + (" - nothing was changed" if not converged else ""))
-            return result
+            msg = "; ".join(failures)
+            if not converged and "nothing was changed" not in msg.lower():
+                msg += " - nothing was changed"
+            # short: the message, the preflight table and the failed stages, not the facts
+            short = _preflight.failed_result(result, msg)
+            failed_stages = dict((name, s) for name, s in stages.items() if s.get("failed"))
+            if failed_stages:
+                short["stages"] = failed_stages
+            return short
         group = args["converged_group"] if converged else args["rollout_group"]
         if group:
             result.update(add_group=group, parent_groups=["all"])

@@ -38,10 +38,8 @@ class ActionModule(ActionBase):
         validate_cufile(gds)
         failures = _preflight.record(result, gds, args)
         if failures:
-            result.update(failed=True, msg="preflight failed, nothing was changed: " + "; ".join(failures))
-            return result
-        else:
-            result["msg"] = _preflight.summary(gds)
+            return _preflight.failed_result(result, "preflight failed, nothing was changed: " + "; ".join(failures))
+        result["msg"] = _preflight.summary(gds)
         return result
 
 

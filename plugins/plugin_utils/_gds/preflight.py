@@ -170,6 +170,19 @@ def record(result, gds, policy):
     return failures
 
 
+def failed_result(result, msg):
+    """A failed task's result as a person reads it: the message and, when the checks ran, their
+    table and failures - not the facts, which would bury both (the table of every host that
+    passed is shown by the play)."""
+    out = {"failed": True, "changed": False, "msg": msg}
+    checked = result.get("preflight")
+    if checked:
+        out["preflight"] = {"failures": checked["failures"], "table": checked["table"]}
+    if result.get("warnings"):
+        out["warnings"] = result["warnings"]
+    return out
+
+
 def summary(gds):
     """What the rollout starts from, in one line."""
     host = gds.get("host") or {}

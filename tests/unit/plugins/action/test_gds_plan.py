@@ -59,7 +59,8 @@ def test_preflight_failures_and_stage_failures_fail_the_host_naming_them():
     assert result["failed"] is True and "add_group" not in result
     assert result["msg"].startswith("preflight: architecture ppc64le is not supported")
     assert "nvidia_fs: nvidia_fs preflight failed" in result["msg"] and result["msg"].endswith("nothing was changed")
-    assert result["ansible_facts"]["gds"]["mode"] == "compat"  # what the fleet report reads is kept
+    assert "ansible_facts" not in result  # short: the message, the preflight table, the failed stages
+    assert list(result["stages"]) == ["nvidia_fs"]
 
 
 def test_preflight_warnings_are_warnings():

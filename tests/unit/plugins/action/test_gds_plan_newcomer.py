@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gds_plan as a newcomer meets it: typos in variables are caught before anything changes,
 extra-vars-only variables set in the inventory are named, stage failures name the inventory
-variable, the plan's fields agree, and a failure names the reason (its result is the same at any -v)."""
+variable, the plan's fields agree, and a failure names the reason with its checks, not the facts (the same at any -v)."""
 
 from __future__ import annotations
 
@@ -97,23 +97,24 @@ def verbosity(request):
     display.verbosity = before
 
 
-def test_a_failure_names_the_reason_and_keeps_the_whole_result_at_any_verbosity(verbosity):
+def test_a_failure_names_the_reason_and_shows_its_checks_at_any_verbosity(verbosity):
     out = module_result({"cufile": {"changed": False, "failed": True, "msg": "bad key", "findings": [{"x": 1}] * 40}},
                         converged=False, gds=facts(host__architecture="ppc64le"))
     result, dummy = run_action({"preflight": {}}, out)
     assert result["failed"] is True and "architecture ppc64le" in result["msg"]
-    assert result["ansible_facts"]["gds"]["host"]["architecture"] == "ppc64le"
+    assert "ansible_facts" not in result  # the table and the failing checks, not the facts
     assert len(result["stages"]["cufile"]["findings"]) == 40
-    assert "checks" in result["preflight"] and "table" in result["preflight"]
+    assert "failures" in result["preflight"] and "table" in result["preflight"]
 
 
-def test_gds_preflight_and_gds_facts_failures_keep_the_facts_at_any_verbosity(verbosity):
+def test_a_gds_preflight_failure_is_short_and_a_gds_facts_failure_keeps_the_facts_at_any_verbosity(verbosity):
     from ansible_collections.gpudirect.storage.plugins.action import gds_facts as facts_action
     from ansible_collections.gpudirect.storage.plugins.action import gds_preflight as preflight_action
     bad = facts(host__architecture="ppc64le")
     result, dummy = run_with_module_result(preflight_action, "gpudirect.storage.gds_preflight", {},
                                            {"ansible_facts": {"gds": bad}})
-    assert result["failed"] is True and result["ansible_facts"]["gds"]["host"]["architecture"] == "ppc64le"
+    assert result["failed"] is True and "ansible_facts" not in result
+    assert any("ppc64le" in row for row in result["preflight"]["table"])
     out = {"failed": True, "msg": "GDS verdict compat is weaker than the required gds", "ansible_facts": {"gds": bad}}
     result, dummy = run_with_module_result(facts_action, "gpudirect.storage.gds_facts", {}, out)
     assert result["failed"] is True and result["ansible_facts"]["gds"]["host"]["architecture"] == "ppc64le"

@@ -2,7 +2,8 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The gds_preflight action: one gds_facts call with the ``facts`` options, the checks on the
-controller, facts returned on success and failure, bad options refused before the host is touched."""
+controller, facts returned on success, the table and the
+message alone on failure, bad options refused before the host is touched."""
 
 from __future__ import annotations
 
@@ -49,7 +50,15 @@ def test_failed_checks_fail_the_host_and_keep_the_facts_for_the_report():
     assert result["failed"] is True
     assert result["msg"].startswith("preflight failed, nothing was changed: Debian 12 is not a supported GDS host OS")
     assert "only 10 MiB free on /" in result["msg"] and len([r for r in result["preflight"]["table"] if r.startswith("failed")]) == 2
-    assert result["ansible_facts"]["gds"]["mode"] == "compat"  # what the fleet report reads; the rest with -v
+
+
+def test_a_failed_result_is_the_message_and_the_table_without_the_facts():
+    result, dummy = run_action({}, {"ansible_facts": {"gds": facts(host__free_mb={"/": 10})}})
+    assert result["failed"] is True
+    assert sorted(result) == ["changed", "failed", "msg", "preflight"]
+    assert sorted(result["preflight"]) == ["failures", "table"]
+    assert [r.split()[0] for r in result["preflight"]["table"]] == ["passed", "passed", "failed", "skipped", "passed"]
+    assert len(result["preflight"]["failures"]) == 1 and result["preflight"]["failures"][0] in result["msg"]
 
 
 def test_warnings_are_ansible_warnings():
