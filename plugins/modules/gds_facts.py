@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0), which is compatible
+# with the GNU General Public License version 3, as Ansible's collection requirements ask
 
 from __future__ import annotations
 

@@ -125,20 +125,9 @@ def test_ansible_test_units(core, collection_copy):
     ansible_test(core, collection_copy, "units", timeout=1200)
 
 
-def test_one_sanity_ignore_file_per_tested_core():
-    names = sorted(os.listdir(os.path.join(ROOT, "tests", "sanity")))
-    assert names == ["ignore-%s.txt" % core for core in CORES], names
-
-
-@pytest.mark.parametrize("core", CORES)
-def test_sanity_ignore_file_is_almost_empty_and_justified(core):
-    with open(os.path.join(ROOT, "tests", "sanity", "ignore-%s.txt" % core)) as f:
-        lines = [l.strip() for l in f if l.strip()]
-    rules = {l.split("#")[0].split()[1] for l in lines}
-    # one justified exception per rule: the Apache-2.0 license header and python3 shebang
-    assert rules <= {"validate-modules:missing-gplv3-license", "shebang"}, rules
-    assert all("  # " in l for l in lines), "every ignore line needs a justification"
-    assert len([l for l in lines if "shebang" in l]) <= 1
+def test_no_sanity_test_is_ignored():
+    # galaxy-importer warns about every ignore file, even an empty one
+    assert not glob.glob(os.path.join(ROOT, "tests", "sanity", "ignore-*.txt"))
 
 
 def test_ansible_lint_production_profile(tmp_path):

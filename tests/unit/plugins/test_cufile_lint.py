@@ -35,10 +35,20 @@ def bad(tmp_path):
     return str(path)
 
 
-def test_script_is_executable_with_an_env_python_shebang():
+def test_runs_as_a_command_where_there_is_python3_but_no_bare_python(tmp_path):
     assert os.access(LINT, os.X_OK)
     with open(LINT) as f:
-        assert f.readline() == "#!/usr/bin/env python3\n"
+        assert f.readline() == "#!/bin/sh\n"  # a shebang ansible-test sanity accepts
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    python3 = bindir / "python3"  # the only Python on PATH, as on Ubuntu and Debian GPU hosts
+    python3.write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
+    python3.chmod(0o755)
+    env = {"PATH": os.pathsep.join([str(bindir), "/usr/bin", "/bin"])}
+    assert not [d for d in env["PATH"].split(os.pathsep) if os.path.exists(os.path.join(d, "python"))]
+    proc = subprocess.run([LINT, SHIPPED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(tmp_path),
+                          timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stdout.decode().strip().endswith("OK (0 errors, 0 warnings)"), proc.stderr
 
 
 def test_clean_file_exits_0():

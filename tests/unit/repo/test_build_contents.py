@@ -1,7 +1,6 @@
 """`make build` (ansible-galaxy collection build) packs what a user installs and nothing of
 theirs: no inventory but the example (a user's inventories/prod with hostnames, users and vault
-files stays out), no lab, bench, molecule, system/unit/integration tests or fixtures; the sanity
-ignore file stays (Galaxy convention: ansible-test sanity runs on the installed collection)."""
+files stays out), no lab, bench, molecule, tests or fixtures."""
 
 import os
 import re
@@ -65,7 +64,7 @@ def shipped(rel):
     parts = rel.split("/")
     if any(p.startswith(".") or p == "__pycache__" for p in parts) or rel.endswith((".pyc", ".pyo", "~", ".bak")):
         return False
-    if rel in SHIPPED_FILES or re.match(r"meta/[^/]+\.yml$", rel) or re.match(r"tests/sanity/ignore-2\.\d+\.txt$", rel):
+    if rel in SHIPPED_FILES or re.match(r"meta/[^/]+\.yml$", rel):
         return True
     return rel.startswith(SHIPPED_DIRS) and not rel.startswith("docs/site/")
 
@@ -114,15 +113,13 @@ def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
     tops = sorted(set(n.split("/")[0] for n in names))
     assert tops == ["FILES.json", "LICENSE", "MANIFEST.json", "README.md", "bin", "bindep.txt", "changelogs", "docs",
                     "inventories", "meta", "playbooks", "plugins", "prometheus", "requirements.txt", "roles",
-                    "schemas", "tests"], tops
+                    "schemas"], tops
     # what ansible-builder reads from an installed collection; the EE definition and the docs
     # site's build config are the developers'
     assert "meta/execution-environment.yml" in names and "roles/gpu_operator/README.md" in names
     assert not [n for n in names if n.startswith(("ee/", "docs/site/"))]
     inventories = [n for n in names if n.startswith("inventories/")]
     assert inventories and all(n.startswith("inventories/example/") for n in inventories), inventories
-    tests = [n for n in names if n.startswith("tests/")]
-    assert tests and all(re.match(r"tests/sanity/ignore-2\.\d+\.txt$", n) for n in tests), tests
     assert not [n for n in names if "fixtures" in n or n.startswith(("lab/", "bench/", "molecule/"))]
     assert "plugins/modules/cufile_config.py" in names and "schemas/cufile-1.15.schema.json" in names
     assert "roles/nvidia_fs/meta/argument_specs.yml" in names and "playbooks/site.yml" in names
