@@ -114,8 +114,9 @@ bench: venv deps
 bench-k8s: venv
 	$(BIN)/python bench/k8s-node-probe
 
+# The tarball's README.md is README-collection.md, the README for users of the installed collection.
 build: venv
-	$(BIN)/ansible-galaxy collection build --force --output-path build/
+	ANSIBLE_GALAXY=$(BIN)/ansible-galaxy tests/utils/build-collection.sh . build/
 
 lock:
 	$(PYTHON) -m venv build/lockvenv

@@ -1,5 +1,5 @@
-"""`make build` (ansible-galaxy collection build) packs what a user installs and nothing of
-theirs: no inventory but the example (a user's inventories/prod with hostnames, users and vault
+"""`make build` (ansible-galaxy collection build) packs what a user installs, with the users'
+README (README-collection.md) as its README.md, and nothing of theirs: no inventory but the example (a user's inventories/prod with hostnames, users and vault
 files stays out), no lab, bench, molecule, tests or fixtures."""
 
 import os
@@ -11,6 +11,7 @@ import tarfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 GALAXY = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
+BUILD = os.path.join(ROOT, "tests", "utils", "build-collection.sh")
 
 
 SKIP_DIRS = {".git", ".venv", "build", "reports", "__pycache__", ".lab", ".whl", ".whl-cufile", ".device"}
@@ -55,7 +56,7 @@ JUNK = (".hypothesis/examples/0123/abc", ".whl-cufile/nvidia_cufile_cu13-1.15.0-
         "plugins/module_utils/_common/redact.pyc", "roles/cufile/.pytest_cache/x", "roles/cufile/tasks/.main.yml.swp",
         "playbooks/site.yml~", "requirements/controller.txt.bak")
 # The allowlist (galaxy.yml manifest:), said again here: the files a user installs.
-SHIPPED_FILES = ("README.md", "LICENSE", "bindep.txt", "requirements.txt", "bin/cufile-lint")
+SHIPPED_FILES = ("README-collection.md", "LICENSE", "bindep.txt", "requirements.txt", "bin/cufile-lint")
 SHIPPED_DIRS = ("plugins/", "roles/", "playbooks/", "schemas/", "prometheus/", "changelogs/", "docs/",
                 "inventories/example/")
 
@@ -76,15 +77,20 @@ def build(tmp_path, extra=()):
         os.makedirs(os.path.dirname(str(src / rel)) or str(src), exist_ok=True)
         with open(str(src / rel), "w") as f:
             f.write("junk\n")
-    subprocess.run([GALAXY, "collection", "build", "--output-path", str(tmp_path)], cwd=str(src), check=True,
+    subprocess.run([BUILD, str(src), str(tmp_path)], check=True, env=dict(os.environ, ANSIBLE_GALAXY=GALAXY),
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     with tarfile.open(str(tmp_path / "gpudirect-storage-0.1.0.tar.gz")) as tar:
         return sorted(m.name for m in tar.getmembers() if m.isfile())
 
 
+def shipped_text(tmp_path, name):
+    with tarfile.open(str(tmp_path / "gpudirect-storage-0.1.0.tar.gz")) as tar:
+        return tar.extractfile(name).read().decode()
+
+
 def test_tarball_is_exactly_the_allowlisted_tracked_files_whatever_else_lies_in_the_checkout(tmp_path):
     names = build(tmp_path, JUNK)
-    expected = sorted(rel for rel in _tracked() if shipped(rel))
+    expected = sorted("README.md" if rel == "README-collection.md" else rel for rel in _tracked() if shipped(rel))
     assert [n for n in names if n not in ("MANIFEST.json", "FILES.json")] == expected
     assert not [n for n in names if n.startswith("requirements/")]  # the developers' lock files
     assert "ansible.cfg" not in names and not [n for n in names if n.endswith("/ansible.cfg")]
@@ -100,8 +106,7 @@ def test_what_the_collection_needs_is_in_the_tarball(tmp_path):
                    "docs/report.md", "docs/images/gds-fleet-report.png"):
         assert needed in names, needed
     for md in [n for n in names if n.endswith(".md")]:  # every page a shipped page links to is shipped
-        with open(str(tmp_path / "checkout" / md)) as f:
-            links = re.findall(r"\]\(([^)#\s]+)", f.read())
+        links = re.findall(r"\]\(([^)#\s]+)", shipped_text(tmp_path, md))
         for link in links:
             if "://" in link or link.startswith(("mailto:", "build/")):  # build/: the docs site `make docs` builds
                 continue
@@ -110,6 +115,8 @@ def test_what_the_collection_needs_is_in_the_tarball(tmp_path):
 
 def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
     names = build(tmp_path)
+    with open(os.path.join(ROOT, "README-collection.md")) as f:
+        assert shipped_text(tmp_path, "README.md") == f.read()  # the checkout's README.md is the developers'
     tops = sorted(set(n.split("/")[0] for n in names))
     assert tops == ["FILES.json", "LICENSE", "MANIFEST.json", "README.md", "bin", "bindep.txt", "changelogs", "docs",
                     "inventories", "meta", "playbooks", "plugins", "prometheus", "requirements.txt", "roles",
