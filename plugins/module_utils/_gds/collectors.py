@@ -172,6 +172,7 @@ class Collector(object):
         try:
             vfs = os.statvfs(real)
             info["free_bytes"] = vfs.f_bavail * vfs.f_frsize
+            info["size_bytes"] = vfs.f_blocks * vfs.f_frsize
         except OSError:
             pass
         info["class"] = classify(info)
