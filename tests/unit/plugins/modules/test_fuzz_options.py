@@ -359,6 +359,7 @@ def _without_chart_ref(gop, helm, args):
     runner = mock.Mock()
     runner.run.side_effect = helm
     with mock.patch.object(mgr, "Runner", return_value=runner), \
+            mock.patch.object(mgr.auth, "default_kubeconfig_exists", return_value=True), \
             mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=gop.FakeSource(gop.HEALTHY)):
         return run_module(gpu_operator.main, dict(args, helm_binary="helm"))
 
@@ -402,6 +403,30 @@ def test_fuzz_gds_node_probe_options(record_property):
     fuzz(record_property, cases(gds_node_probe.argument_spec(), base, semantic), attempt)
 
 
+# --------------------------------------------------------------------------- gds_local_volumes
+def test_fuzz_gds_local_volumes_options(record_property):
+    from unittest import mock
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_local_volumes as run_mod
+    from ansible_collections.gpudirect.storage.plugins.modules import gds_local_volumes
+    vol = {"node": "gpu-a", "path": "/mnt/nvme0", "capacity": "3576Gi"}
+    base = {"volumes": [vol]}
+    semantic = [
+        LETTERS.map(lambda v: (put(base, ("storage_class",), v.upper() + "_x"), "storage_class")),
+        BAD_PATH.map(lambda v: ({"volumes": [dict(vol, path=v)]}, "volumes[0].path")),
+        st.sampled_from(["", "lots", "1 Gi", "-1Gi", "1GB", "1e3Gi"]).map(
+            lambda v: ({"volumes": [dict(vol, capacity=v)]}, "volumes[0].capacity")),
+        st.just(({"volumes": [vol, vol]}, "volumes[1]: node gpu-a path /mnt/nvme0 is listed twice")),
+        st.just(({"volumes": [dict(vol, size="1Gi")]}, "volumes[0]: unknown key(s) size"))]
+
+    def attempt(args, _needle):
+        api = _RecordingApi()
+        with mock.patch.object(run_mod, "VolumeApi", return_value=api), \
+                mock.patch("ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait.api_client"):
+            result = run_module(gds_local_volumes.main, args)
+        return result, api.writes
+    fuzz(record_property, cases(gds_local_volumes.argument_spec(), base, semantic), attempt)
+
+
 # --------------------------------------------------------------------------- gds_report
 def test_fuzz_gds_report_options(record_property, tmp_path):
     """The module file only documents the action plugin; the action validates the options."""
@@ -418,6 +443,23 @@ def test_fuzz_gds_report_options(record_property, tmp_path):
         return result, os.listdir(str(dest)) if dest.exists() else []
     spec = dict((k, v) for k, v in gds_report.argument_spec().items() if k != "dest")
     fuzz(record_property, cases(spec, {}, []), attempt)
+
+
+# --------------------------------------------------------------------------- gds_rollout_check
+def test_fuzz_gds_rollout_check_options(record_property):
+    """The module file only documents the action plugin, which reads the inventory and writes nothing."""
+    AnsibleActionFail = pytest.importorskip("ansible.errors").AnsibleActionFail
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_rollout_check
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__rollout import run_action
+
+    def attempt(args, _needle):
+        try:
+            return run_action({"gds_hosts": ["gpu-01"]}, args=args), []
+        except AnsibleActionFail as exc:
+            return {"failed": True, "msg": str(exc)}, []
+    names = set(gds_rollout_check.argument_spec())  # one str option: an unknown option is the bad input
+    unknown = st.from_regex(r"[a-z]{3,8}_zz", fullmatch=True).filter(lambda n: n not in names).map(lambda n: ({n: "1"}, n))
+    fuzz(record_property, unknown, attempt)
 
 
 def _fuzz_action(record_property, spec, run_action):
