@@ -46,22 +46,48 @@ description:
     install is uninstalled; the CRDs helm applied and the namespace it created stay (helm never removes them), so
     C(changed) is true and RV(left_in_cluster) and the message name them, with the commands to remove them."
   - "The run ends within O(wait_timeout), the rollback or uninstall included (see O(wait_timeout))."
+  - "A GPU Operator the module did not install (O(install_method)): installed by OLM (OpenShift's OperatorHub, a
+    Subscription or CSV of C(gpu-operator-certified)), or a ClusterPolicy no helm release owns. Then no helm runs: the
+    options O(gds), O(rdma) and O(driver) are compared with the ClusterPolicy's C(spec.gds.enabled), C(spec.gds.version),
+    C(spec.gds.repository), C(spec.gds.image), C(spec.driver.rdma.enabled), C(spec.driver.rdma.useHostMofed),
+    C(spec.driver.kernelModuleType) and C(spec.driver.version), and only those that differ are written, by one JSON
+    merge patch (no other field of the ClusterPolicy is touched). With GDS on and a version known, C(spec.gds.repository)
+    and C(spec.gds.image) are set to the chart's defaults where the spec has none (OLM's operator has no default
+    nvidia-fs image). The same preflight, readiness wait and node reports as with helm follow; the driver pods are looked
+    up in the operator's namespace (the Subscription's, else the ClusterPolicy's C(status.namespace)). On a failed wait,
+    with O(rollback_on_failure), the managed paths are patched back as they were. See C(docs/gpu_operator.md), OpenShift."
+  - "A helm release owning a ClusterPolicy and an OLM install both present: the module fails naming both, nothing changed."
 extends_documentation_fragment:
   - gpudirect.storage._attributes
-  - gpudirect.storage._attributes.ACTIONGROUP_GDS
+  - gpudirect.storage._attributes.ACTIONGROUP_K8S
+  - gpudirect.storage._k8s_auth
 attributes:
   check_mode:
     support: full
-    details: Only read-only helm commands (C(version), C(show chart), C(history), C(get values)) and API reads run.
+    details: Only read-only helm commands (C(version), C(show chart), C(history), C(get values)) and API reads run;
+      no ClusterPolicy patch.
   diff_mode:
     support: full
     details: The user values of the release before and after (YAML), with the chart name-version; credentials
-      masked as described in O(show_values).
+      masked as described in O(show_values). Without helm (O(install_method)), the ClusterPolicy's managed spec paths
+      before and after.
 requirements:
   - helm 3 (3.19 or later tested) or helm 4 (4.1 tested)
   - kubernetes (Python library)
   - PyYAML (Python library, for O(values_files) and the diff)
 options:
+  install_method:
+    description:
+      - How the GPU Operator is (to be) installed. V(auto) finds out, before anything changes - OLM when a Subscription
+        to C(gpu-operator-certified) or its CSV exists (any namespace); else V(olm)'s ClusterPolicy mode when a
+        ClusterPolicy exists that no helm release owns (no C(meta.helm.sh/release-name) annotation); else helm.
+      - V(helm) installs or upgrades the chart (fails when OLM installed the operator). V(olm) patches the existing
+        ClusterPolicy (fails when a helm release owns one), O(state=absent), O(values) and O(values_files) are refused
+        there.
+    type: str
+    choices: [auto, helm, olm]
+    default: auto
+    version_added: 0.1.0
   state:
     description: V(present) installs or upgrades the release; V(absent) uninstalls it (CRDs stay, as with helm).
     type: str
@@ -88,7 +114,8 @@ options:
         a packaged C(.tgz), or an C(oci://) reference.
       - Air-gapped sites use a directory or C(.tgz) fetched elsewhere with C(helm pull), a repository mirror
         served over HTTP(S), or an OCI registry mirror.
-      - Required with O(state=present).
+      - Required with O(state=present) for a helm install; ignored (with a warning) when the operator is managed
+        through OLM or a ClusterPolicy no helm release owns (O(install_method)).
     type: str
   chart_repo_url:
     description: Chart repository URL (C(helm --repo)), used with a chart name in O(chart_ref).
@@ -327,14 +354,39 @@ EXAMPLES = r"""
     api_key: "{{ vault_gpu_operator_token }}"
     ca_cert: /etc/pki/cluster-ca.pem
 
+- name: OpenShift, operator installed from OperatorHub (OLM) - GDS on by a patch of its ClusterPolicy
+  gpudirect.storage.gpu_operator:
+    kubeconfig: /etc/openshift/admin.kubeconfig
+    remote_src: true
+    gds:
+      version: "2.29.4"
+    rdma:
+      enabled: false  # IOMMU strict, no peermem wanted
+    driver:
+      kernel_module_type: open
+
 - name: Remove the release
   gpudirect.storage.gpu_operator:
     state: absent
 """
 
 RETURN = r"""
+install_method:
+  description: V(helm), V(olm) (an OLM install found) or V(clusterpolicy) (a ClusterPolicy no helm release owns).
+  returned: when the cluster could be read
+  type: str
+  sample: olm
+operator:
+  description: The GPU Operator the module patched instead of a helm release (OLM's Subscription, CSV and its phase).
+  returned: when O(install_method) resolved to OLM or a ClusterPolicy
+  type: dict
+  sample: {method: olm, cluster_policy: gpu-cluster-policy, namespace: nvidia-gpu-operator,
+           subscription: gpu-operator-certified, csv: gpu-operator-certified.v26.7.0, csv_phase: Succeeded,
+           version: 26.7.0}
 release:
-  description: The release after the run (before it in check mode). C(status) is V(absent) when not installed.
+  description:
+    - The release after the run (before it in check mode). C(status) is V(absent) when not installed.
+    - Empty when the operator is not a helm release (RV(install_method) V(olm) or V(clusterpolicy)).
   returned: always
   type: dict
   sample: {name: gpu-operator, namespace: gpu-operator, revision: 3, chart: gpu-operator-v26.7.0,
@@ -347,7 +399,8 @@ applied_values:
   type: dict
   sample: {gds: {enabled: true, version: "2.29.4"}, driver: {kernelModuleType: open}, ngc: {apiKey: "********"}}
 reasons:
-  description: Why the release needed action (empty when nothing changed).
+  description: "Why the release (or the ClusterPolicy spec, for example C(spec.gds.enabled: false -> true)) needed
+    action (empty when nothing changed)."
   returned: always
   type: list
   elements: str
@@ -411,7 +464,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gpu_operator import (
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gpu_operator_policy import (
     MUTUALLY_EXCLUSIVE, REQUIRED_IF, GpuOperatorManager, ModuleFailure, argument_spec)
 
 

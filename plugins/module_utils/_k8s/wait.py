@@ -91,12 +91,18 @@ class KubeSource(object):
     """
 
     def __init__(self, client, namespace):
+        self.client = client
         core = k8s_client.CoreV1Api(client)
         custom = k8s_client.CustomObjectsApi(client)
         self.calls = {
             "clusterpolicies": lambda **kw: custom.list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", **kw),
             "nvidiadrivers": lambda **kw: custom.list_cluster_custom_object("nvidia.com", "v1alpha1", "nvidiadrivers",
                                                                             **kw),
+            # who installed the operator (gpu_operator's install_method: auto); 404 without OLM
+            "subscriptions": lambda **kw: custom.list_cluster_custom_object("operators.coreos.com", "v1alpha1",
+                                                                            "subscriptions", **kw),
+            "clusterserviceversions": lambda **kw: custom.list_cluster_custom_object(
+                "operators.coreos.com", "v1alpha1", "clusterserviceversions", **kw),
             "nodes": core.list_node,  # all nodes: the unlabelled ones explain a wait
             "pods": lambda **kw: core.list_namespaced_pod(namespace, label_selector=DRIVER_SELECTOR, **kw),
             # what a failed first install leaves behind
@@ -109,7 +115,8 @@ class KubeSource(object):
         try:
             resp = self.calls[kind](_preload_content=False, _request_timeout=30)
         except ApiException as exc:
-            if getattr(exc, "status", None) == 404 and kind in ("clusterpolicies", "nvidiadrivers"):
+            if getattr(exc, "status", None) == 404 and kind in ("clusterpolicies", "nvidiadrivers", "subscriptions",
+                                                                  "clusterserviceversions"):
                 return [], None
             raise
         data = json.loads(resp.data)

@@ -214,7 +214,8 @@ def test_absent():
 
 
 @pytest.mark.parametrize("args,needle", [
-    ({"chart_ref": None}, "state is present but all of the following are missing: chart_ref"),
+    # chart_ref: only a helm install needs it (an OLM-installed operator is patched without a chart)
+    ({"chart_ref": None}, "chart_ref is required with state=present"),
     ({"chart_ref": ""}, "chart_ref is required with state=present"),
     ({"kubeconfig": "/a", "kubeconfig_content": "x"}, "mutually exclusive"),
     ({"wait_timeout": "soon"}, "wait_timeout must be seconds"),

@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpudirect.storage contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""_k8s.cluster_policy: who installed the GPU Operator, and the ClusterPolicy spec patch (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import cluster_policy as cp
+
+NO_OPTIONS = {"gds": {}, "rdma": {}, "driver": {}}
+
+
+def policy(name="gpu-cluster-policy", spec=None, helm=None):
+    meta = {"name": name}
+    if helm:
+        meta["annotations"] = {"meta.helm.sh/release-name": helm[0], "meta.helm.sh/release-namespace": helm[1]}
+        meta["labels"] = {"app.kubernetes.io/managed-by": "Helm"}
+    return {"metadata": meta, "spec": spec if spec is not None else {"driver": {"enabled": True}}}
+
+
+def subscription(ns="nvidia-gpu-operator", package="gpu-operator-certified", installed="gpu-operator-certified.v26.7.0"):
+    return {"metadata": {"name": package, "namespace": ns}, "spec": {"name": package, "channel": "v26.7"},
+            "status": {"installedCSV": installed, "currentCSV": installed, "state": "AtLatestKnown"}}
+
+
+def csv(ns="nvidia-gpu-operator", name="gpu-operator-certified.v26.7.0", phase="Succeeded", copied=False):
+    meta = {"name": name, "namespace": ns}
+    if copied:
+        meta["labels"] = {"olm.copiedFrom": "nvidia-gpu-operator"}
+    return {"metadata": meta, "spec": {"version": "26.7.0"}, "status": {"phase": phase, "reason": "InstallSucceeded"}}
+
+
+# --- who installed it ----------------------------------------------------------------------------
+def test_olm_install_found_by_subscription_and_csv():
+    found = cp.install_method("auto", [policy()], [subscription()], [csv()])
+    assert found["method"] == "olm" and found["policy"]["metadata"]["name"] == "gpu-cluster-policy"
+    assert found["olm"] == {"namespace": "nvidia-gpu-operator", "subscription": "gpu-operator-certified",
+                            "csv": "gpu-operator-certified.v26.7.0", "phase": "Succeeded", "version": "26.7.0"}
+
+
+def test_a_csv_alone_or_other_packages():
+    assert cp.install_method("auto", [policy()], [], [csv()])["method"] == "olm"
+    # a copied CSV (AllNamespaces operator groups) is not an install; another package is not the GPU Operator
+    other = subscription(package="network-operator", installed="network-operator.v25.1.0")
+    assert cp.install_method("auto", [], [other], [csv(ns="default", copied=True)])["method"] == "helm"
+
+
+def test_helm_or_nobody():
+    assert cp.install_method("auto", [], [], [])["method"] == "helm"
+    found = cp.install_method("auto", [policy("cluster-policy", helm=("gpu-operator", "gpu-operator"))], [], [])
+    assert found["method"] == "helm" and found["helm"] == "helm release gpu-operator (namespace gpu-operator)"
+
+
+def test_a_clusterpolicy_no_helm_release_owns():
+    found = cp.install_method("auto", [policy("applied-by-gitops")], [], [])
+    assert found["method"] == "clusterpolicy" and found["policy"]["metadata"]["name"] == "applied-by-gitops"
+    assert cp.install_method("olm", [policy("applied-by-gitops")], [], [])["method"] == "clusterpolicy"
+
+
+@pytest.mark.parametrize("requested", ["auto", "helm", "olm"])
+def test_helm_and_olm_both_claim_it_refused_naming_both(requested):
+    with pytest.raises(cp.ClaimConflict) as err:
+        cp.install_method(requested, [policy("cluster-policy", helm=("gpu-operator", "gpu-operator")), policy()],
+                          [subscription()], [csv()])
+    text = str(err.value)
+    assert "helm release gpu-operator (namespace gpu-operator)" in text
+    assert "OLM Subscription gpu-operator-certified (CSV gpu-operator-certified.v26.7.0) in namespace " \
+           "nvidia-gpu-operator" in text
+
+
+def test_forced_method_against_the_cluster():
+    with pytest.raises(cp.ClaimConflict, match="install_method=helm.*OLM Subscription gpu-operator-certified"):
+        cp.install_method("helm", [policy()], [subscription()], [csv()])
+    with pytest.raises(cp.ClaimConflict, match="install_method=olm.*helm release gpu-operator"):
+        cp.install_method("olm", [policy("cluster-policy", helm=("gpu-operator", "gpu-operator"))], [], [])
+    assert cp.install_method("helm", [policy("unowned")], [], [])["method"] == "helm"
+
+
+def test_two_olm_installs_refused():
+    with pytest.raises(cp.ClaimConflict, match="namespaces a, b"):
+        cp.install_method("auto", [policy()], [subscription(ns="a"), subscription(ns="b")], [])
+
+
+# --- the spec we want ------------------------------------------------------------------------------
+def test_desired_maps_options_onto_the_crd_paths():
+    leaves = cp.desired_leaves({"gds": {"version": "2.29.4"}, "rdma": {"enabled": True, "use_host_mofed": True},
+                                "driver": {"kernel_module_type": "open", "version": "595.91.07"}}, {})
+    assert leaves == {("gds", "enabled"): True, ("gds", "version"): "2.29.4",
+                      ("gds", "repository"): "nvcr.io/nvidia/cloud-native", ("gds", "image"): "nvidia-fs",
+                      ("driver", "rdma", "enabled"): True, ("driver", "rdma", "useHostMofed"): True,
+                      ("driver", "kernelModuleType"): "open", ("driver", "version"): "595.91.07"}
+
+
+def test_desired_keeps_an_image_the_spec_names_and_defaults_nothing_when_gds_is_off():
+    spec = {"gds": {"repository": "registry.local/nvidia", "image": "nvidia-fs", "version": "2.27.3"}}
+    assert cp.desired_leaves({"gds": {"version": "2.29.4"}}, spec) == {
+        ("gds", "enabled"): True, ("gds", "version"): "2.29.4"}
+    assert cp.desired_leaves({"gds": {"enabled": False}}, {}) == {("gds", "enabled"): False}
+
+
+def test_plan_changes_only_what_differs_and_never_removes():
+    spec = {"gds": {"enabled": False, "imagePullPolicy": "IfNotPresent"}, "driver": {"enabled": True, "rdma": {}},
+            "operator": {"use_ocp_driver_toolkit": True}}
+    leaves = cp.desired_leaves({"gds": {"version": "2.29.4"}, "rdma": {"enabled": False}}, spec)
+    reasons, patch = cp.plan(spec, leaves)
+    assert patch == {"spec": {"gds": {"enabled": True, "version": "2.29.4", "repository": "nvcr.io/nvidia/cloud-native",
+                                      "image": "nvidia-fs"}, "driver": {"rdma": {"enabled": False}}}}
+    assert reasons == ["spec.driver.rdma.enabled: (unset) -> false", "spec.gds.enabled: false -> true",
+                       "spec.gds.image: (unset) -> nvidia-fs",
+                       "spec.gds.repository: (unset) -> nvcr.io/nvidia/cloud-native",
+                       "spec.gds.version: (unset) -> 2.29.4"]
+    assert None not in _leaf_values(patch)
+    after = cp.apply_patch(spec, patch)
+    assert after["operator"] == {"use_ocp_driver_toolkit": True} and after["gds"]["imagePullPolicy"] == "IfNotPresent"
+    assert cp.plan(after, cp.desired_leaves({"gds": {"version": "2.29.4"}, "rdma": {"enabled": False}}, after)) \
+        == ([], {})
+
+
+def test_plan_compares_a_string_boolean_like_the_api_would_not():
+    # the CRD types gds.enabled as a boolean: "true" in the spec is not true; a patch fixes it
+    reasons, patch = cp.plan({"gds": {"enabled": "true"}}, {("gds", "enabled"): True})
+    assert patch == {"spec": {"gds": {"enabled": True}}} and reasons == ['spec.gds.enabled: "true" -> true']
+
+
+def test_managed_view_and_undo():
+    spec = {"gds": {"enabled": False}, "driver": {"enabled": True}}
+    leaves = {("gds", "enabled"): True, ("gds", "version"): "2.29.4"}
+    assert cp.managed_view(spec, leaves) == {"gds": {"enabled": False}}
+    assert cp.managed_view(cp.apply_patch(spec, cp.plan(spec, leaves)[1]), leaves) == \
+        {"gds": {"enabled": True, "version": "2.29.4"}}
+    # undo: the previous values back, and what the patch added removed again (null in a merge patch)
+    assert cp.undo_patch(spec, leaves) == {"spec": {"gds": {"enabled": False, "version": None}}}
+
+
+def _leaf_values(tree):
+    if isinstance(tree, dict):
+        return [v for value in tree.values() for v in _leaf_values(value)]
+    return [tree]
+
+
+# --- what the preflight reads --------------------------------------------------------------------------
+def test_preflight_values_of_a_spec():
+    values = cp.preflight_values({"driver": {"useNvidiaDriverCRD": True, "kernelModuleType": "open"},
+                                  "gds": {"enabled": True}})
+    assert values["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
+    assert values["driver"]["kernelModuleType"] == "open"
+
+
+def test_spec_problems():
+    assert cp.spec_problems({"gds": {"enabled": True, "repository": "r", "image": "nvidia-fs", "version": "2.29.4"}},
+                            {("gds", "enabled"): True}) == []
+    missing = cp.spec_problems({"gds": {"enabled": True}}, {("gds", "enabled"): True})
+    assert missing and "gds.version" in missing[0] and "GDS_IMAGE" in missing[0]
+    crd = cp.spec_problems({"driver": {"useNvidiaDriverCRD": True}, "gds": {"enabled": True, "image": "x@sha256:1"}},
+                           {("gds", "enabled"): True})
+    assert crd and "NVIDIADriver" in crd[0] and "spec.gds" in crd[0]
