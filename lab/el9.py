@@ -3,8 +3,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The EL 9 flavour of the lab's base rootfs (``labctl up --os el9``), made from the Debian one.
 
-What makes it EL 9 for the collection and for Ansible: Debian's own ``dnf`` (4.14) and ``rpm``
-(4.18) with RHEL 9's ``/etc/dnf/dnf.conf`` and the rpm database where RHEL keeps it
+What makes it EL 9 for the collection and for Ansible: Debian's own ``dnf`` (4.14, with its
+plugins: ``dnf config-manager``) and ``rpm`` (4.18) with RHEL 9's ``/etc/dnf/dnf.conf`` and the rpm database where RHEL keeps it
 (``/var/lib/rpm``; Debian's rpm defaults to ``~/.rpmdb``); a ``rocky-release`` package in that
 database that provides ``system-release(releasever) = 9`` (dnf reads ``$releasever`` from it) and
 owns Rocky Linux 9's ``/etc/os-release``; ``/etc/yum.repos.d`` and ``/etc/pki/rpm-gpg``; and no
@@ -19,9 +19,10 @@ import os
 import shutil
 import tempfile
 
-VERSION = "v2"
+VERSION = "v3"
 ROCKY_VERSION = "9.6"
-EXTRA_PACKAGES = ["dnf", "rpm", "python3-dnf", "gpg"]
+# dnf-plugins-core: "dnf config-manager", which enables a repository defined on the host (CRB), as on EL 9
+EXTRA_PACKAGES = ["dnf", "rpm", "python3-dnf", "dnf-plugins-core", "gpg"]
 # apt and dpkg must not be found: the collection's get_backend() prefers apt when it is there.
 APT_DPKG_COMMANDS = ("apt", "apt-get", "apt-cache", "apt-config", "apt-key", "apt-mark", "dpkg", "dpkg-query",
                      "dpkg-deb", "dpkg-divert", "dpkg-split", "dpkg-trigger", "dpkg-statoverride",

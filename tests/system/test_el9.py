@@ -18,20 +18,23 @@ changed=0 for every host and every stage; check mode on the converged fleet pred
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 
 import pytest
+import yaml
 
 from _reliability import (SNAPSHOT_TREES, host_root, in_host, parse_recap, playbook, snapshot, snapshot_changes,
                           task_results)
-from conftest import APTREPO, LABCTL, Lab, run
+from conftest import APTREPO, LABCTL, ROOT, Lab, run
 from test_checkmode import STAGES, assert_converged_per_stage, assert_plan_would_change_every_stage, reported
 
 # The rpm database is compared by its contents (rpm -qa): a read-only query leaves sqlite's
 # rpmdb.sqlite-shm/-wal behind and may checkpoint earlier writes into rpmdb.sqlite.
 TREES = SNAPSHOT_TREES + ("var/lib/dnf",)
 REPO_STAGE = "A signed apt or dnf repository and packages from it"  # the include_role task
-DNF_REPO_TASK = "gpudirect.storage.package_repo : Configure the signed dnf repository"
+DNF_REPO_TASK = "gpudirect.storage.package_repo : Configure the signed dnf repositories"
 EXTRA_REPO = "gds-extra"
 EXTRA_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-" + EXTRA_REPO
 
@@ -154,3 +157,150 @@ def test_site_yml_on_a_mixed_debian_and_el9_lab(mixed, tmp_path):
     assert _statuses(second, lab.el, DNF_REPO_TASK) == ["ok"]
 
     _check_runs(lab, tmp_path, False, (["--check", "--diff"],))
+
+
+# --------------------------------------------------------------------------- package_repo's EL 9 options
+# Three repositories the way EL 9 hosts meet them, built by tests/fixtures/rpmrepo/build.py (each
+# with its own throwaway key): "crb" defined on the host but disabled (as Rocky and AlmaLinux ship
+# it), "epel" signing its packages but not its metadata (as EPEL's mirrors), and "cuda" with
+# NVIDIA's module streams (nvidia-driver:575-dkms and :580-dkms; a stream's packages are hidden
+# until it is enabled). EPEL's dkms requires a package only CRB has.
+EL9_REPOS = {
+    "crb": {"packages": [
+        {"name": "gds-lab-crb-dep", "version": "1.0-1", "description": "what EPEL's dkms needs from CRB"},
+        {"name": "kernel-devel", "version": "5.14.0-570.12.1.el9_6", "description": "kernel headers",
+         "rpm": {"arch": "x86_64"}}]},
+    "epel": {"packages": [{"name": "dkms", "version": "3.1.8-1", "description": "EPEL's dkms",
+                           "depends": ["gds-lab-crb-dep"]}]},
+    "cuda": {"packages": [{"name": "nvidia-driver", "version": "575.57.08-1", "description": "driver, 575 stream"},
+                          {"name": "nvidia-driver", "version": "580.65.06-1", "description": "driver, 580 stream"}]},
+}
+KERNEL = "5.14.0-570.12.1.el9_6.x86_64"
+STREAMS = [{"document": "modulemd", "version": 2, "data": {
+    "name": "nvidia-driver", "stream": stream, "version": 20250101000000, "context": "00000000", "arch": "x86_64",
+    "summary": "NVIDIA driver", "description": "lab stand-in", "license": {"module": ["MIT"]},
+    "profiles": {"default": {"rpms": ["nvidia-driver"]}}, "artifacts": {"rpms": ["nvidia-driver-0:%s.noarch" % v]}}}
+    for stream, v in (("575-dkms", "575.57.08-1"), ("580-dkms", "580.65.06-1"))]
+PACKAGE_REPO_PLAY = """- name: package_repo alone
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: The role
+      ansible.builtin.include_role:
+        name: gpudirect.storage.package_repo
+"""
+
+
+class ServedLab(object):
+    """One EL 9 lab host and the lab's http server on a directory of this test's own."""
+
+    def __init__(self, name, tmp, serve):
+        self.name = name
+        self.inventory = str(tmp / "hosts.yml")
+        res = run([LABCTL, "up", "--name", name, "--n", "1", "--json", "--serve", serve, "--inventory", self.inventory,
+                   "--os", "el9"], timeout=600)
+        info = json.loads(res.stdout.strip().splitlines()[-1])
+        self.host = info["hosts"][0]["name"]
+        self.repo_url = info["repo_url"]
+        os.symlink(os.path.join(ROOT, "inventories/lab/group_vars"), str(tmp / "group_vars"))
+
+
+@pytest.fixture(scope="module")
+def el9_repos(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("el9repos")
+    serve = tmp / "serve"
+    with open(str(tmp / "modules.yaml"), "w") as f:
+        yaml.safe_dump_all(STREAMS, f, explicit_start=True)
+    for name, spec in EL9_REPOS.items():
+        with open(str(tmp / (name + ".yml")), "w") as f:
+            yaml.safe_dump(spec, f)
+        extra = {"epel": ["--unsigned-metadata"], "cuda": ["--modules", str(tmp / "modules.yaml")]}.get(name, [])
+        run([sys.executable, os.path.join(ROOT, "tests/fixtures/rpmrepo/build.py"), "--out", str(serve / name)]
+            + extra + [str(tmp / (name + ".yml"))])
+    name = "el9repo-%d" % os.getpid()
+    try:
+        lab = ServedLab(name, tmp, str(serve))
+        # CRB as Rocky 9 defines it: in the host's own .repo file, disabled
+        in_host(name, lab.host, ["sh", "-c", "printf '[crb]\\nname=CRB\\nbaseurl=%scrb/\\nenabled=0\\ngpgcheck=1\\n"
+                                 "gpgkey=%scrb/RPM-GPG-KEY-gds-test\\n' > /etc/yum.repos.d/rocky-lab.repo"
+                                 % (lab.repo_url, lab.repo_url)])
+        lab.keys = dict((r, open(str(serve / r / "RPM-GPG-KEY-gds-test")).read()) for r in EL9_REPOS)
+        lab.tmp = tmp
+        with open(str(tmp / "package_repo.yml"), "w") as f:
+            f.write(PACKAGE_REPO_PLAY)
+        yield lab
+    finally:
+        run([LABCTL, "down", "--name", name], check=False)
+
+
+def _package_repo(lab, tmp_path, settings, *args):
+    with open(str(tmp_path / "vars.yml"), "w") as f:
+        yaml.safe_dump(settings, f)
+    return playbook(lab, str(lab.tmp / "package_repo.yml"), "-e", "@%s" % (tmp_path / "vars.yml"), *args)
+
+
+def _el9_state(lab):
+    root = host_root(lab.name, lab.host)
+    return snapshot(root, ("etc", "var/lib/dnf/modulefailsafe")), sorted(in_host(lab.name, lab.host, ["rpm", "-qa"]).stdout.split())
+
+
+def test_package_repo_on_el9_crb_epel_module_stream_kernel_devel(el9_repos, tmp_path):
+    lab = el9_repos
+    settings = {
+        "package_repo_name": "cuda-lab", "package_repo_url": lab.repo_url + "cuda/", "package_repo_key": lab.keys["cuda"],
+        "package_repo_repositories": [{"name": "epel-lab", "url": lab.repo_url + "epel/", "key": lab.keys["epel"],
+                                       "repo_gpgcheck": False}],
+        "package_repo_dnf_enable_repos": ["crb"], "package_repo_dnf_modules": ["nvidia-driver:575-dkms"],
+        "package_repo_kernel_devel": True, "package_repo_kernel_release": KERNEL,
+        "package_repo_packages": ["dkms", "nvidia-driver"]}
+    before = _el9_state(lab)
+
+    # check mode (and --diff) changes nothing and shows the repository files it would write
+    rc, out = _package_repo(lab, tmp_path, settings, "--check", "--diff")
+    assert rc == 0, out[-6000:]
+    assert "+repo_gpgcheck = 0" in out and "+repo_gpgcheck = 1" in out, out[-6000:]
+    assert _el9_state(lab) == before
+
+    rc, out = _package_repo(lab, tmp_path, settings)
+    assert rc == 0, out[-6000:]
+    rpms = in_host(lab.name, lab.host, ["rpm", "-q", "dkms", "gds-lab-crb-dep", "nvidia-driver", "kernel-devel"]).stdout
+    # the 575 stream's driver although the repository offers 580 too: the stream was enabled first
+    assert rpms.split() == ["dkms-3.1.8-1.noarch", "gds-lab-crb-dep-1.0-1.noarch", "nvidia-driver-575.57.08-1.noarch",
+                            "kernel-devel-%s" % KERNEL], rpms
+    listed = in_host(lab.name, lab.host, ["dnf", "-q", "repolist", "--enabled"]).stdout
+    assert "crb " in listed and "epel-lab " in listed and "cuda-lab " in listed, listed
+    root = host_root(lab.name, lab.host)
+    with open(os.path.join(root, "etc/yum.repos.d/epel-lab.repo")) as f:
+        text = f.read()
+    assert "gpgcheck = 1\n" in text and "repo_gpgcheck = 0\n" in text, text
+    with open(os.path.join(root, "etc/yum.repos.d/cuda-lab.repo")) as f:
+        assert "repo_gpgcheck = 1\n" in f.read()
+    with open(os.path.join(root, "etc/dnf/modules.d/nvidia-driver.module")) as f:
+        module = f.read()
+    assert "stream=575-dkms\n" in module and "state=enabled\n" in module, module
+
+    rc, out = _package_repo(lab, tmp_path, settings)
+    assert rc == 0 and parse_recap(out)[lab.host]["changed"] == 0, out[-6000:]
+    converged = _el9_state(lab)
+    rc, out = _package_repo(lab, tmp_path, settings, "--check", "--diff")
+    assert rc == 0 and parse_recap(out)[lab.host]["changed"] == 0, out[-6000:]
+
+    # another stream of an enabled module: refused, naming the variable, nothing switched
+    rc, out = _package_repo(lab, tmp_path, dict(settings, package_repo_dnf_modules=["nvidia-driver:580-dkms"]))
+    assert rc != 0 and "package_repo_dnf_modules: nvidia-driver:575-dkms enabled on the host" in out, out[-6000:]
+    assert _el9_state(lab) == converged
+
+
+def test_package_repo_checks_metadata_signatures_unless_told(el9_repos, tmp_path):
+    """The unsigned-metadata repository is refused with repo_gpgcheck on (the default): the check is real."""
+    lab = el9_repos
+    settings = {"package_repo_name": "epel-strict", "package_repo_url": lab.repo_url + "epel/",
+                "package_repo_key": lab.keys["epel"], "package_repo_packages": ["dkms"],
+                "package_repo_dnf_enable_repos": ["crb"]}
+    try:
+        rc, out = _package_repo(lab, tmp_path, settings)
+        assert rc != 0 and "repomd.xml" in out, out[-6000:]
+    finally:
+        rc, out = _package_repo(lab, tmp_path, dict(settings, package_repo_state="absent"))
+        assert rc == 0, out[-6000:]
+    assert not os.path.exists(os.path.join(host_root(lab.name, lab.host), "etc/yum.repos.d/epel-strict.repo"))

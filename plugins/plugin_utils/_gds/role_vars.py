@@ -36,7 +36,8 @@ PLAYBOOK_VARIABLES = {
 # Registered or set by the roles' tasks (results, not settings); tests/unit/test_role_vars_registered.py
 # keeps the list complete
 REGISTERED = ("mofed_result", "nvidia_fs_result", "cufile_result", "gpu_operator_result", "gds_report_result",
-              "gds_plan_result", "package_repo_apt_source", "package_repo_dnf_source", "gds_reboot_pending",
+              "gds_plan_result", "package_repo_apt_source", "package_repo_dnf_source", "package_repo_dnf_enabled",
+              "package_repo_dnf_streams", "gds_reboot_pending",
               "gds_node_probe_result", "gds_node_probe_k8s_nodes", "gds_node_probe_failure")
 # Only a play-level keyword reads them, before any inventory variable exists
 EXTRA_VARS_ONLY = ("gds_serial", "gds_max_fail_percentage", "gds_canary", "gds_k8s_ssh_verify")
