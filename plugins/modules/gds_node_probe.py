@@ -89,10 +89,23 @@ options:
     elements: str
     default: []
   probe_path:
-    description: Directories on the node (the NVMe data mount) the probe writes to; each is mounted into the pod at the same path.
+    description:
+      - Directories on the node (the NVMe data mount) the probe writes to; each is mounted into the pod at the same path.
+      - Not used with O(storage_class).
     type: list
     elements: path
     default: [/var/tmp]
+  storage_class:
+    description:
+      - Prove GDS on the volume a pod of this StorageClass is given, instead of O(probe_path) - each probe pod gets a
+        PersistentVolumeClaim of its own (1Mi, ReadWriteOnce, owned by the run's ConfigMap) mounted at
+        C(/gds-volume). The class must bind with C(volumeBindingMode=WaitForFirstConsumer), so the claim is bound to a
+        PV the node can mount (local PVs with node affinity - M(gpudirect.storage.gds_local_volumes) creates them).
+      - The node's record names the PV and its path on the node (C(volume)); the verdict's reasons name that path.
+        The claims are deleted after the probe, and a PV with reclaim policy C(Retain) that a claim bound gets its
+        C(claimRef) removed so it is C(Available) again, as before the probe.
+      - A node without a PV of the class it can mount fails with C(failure.kind=unschedulable) and the scheduler's message.
+    type: str
   probe_size_mb:
     description: MiB written, read back and compared per path.
     type: int
@@ -193,7 +206,9 @@ RETURN = r"""
 nodes:
   description:
     - One record per node, sorted by name - C(name), C(mode), C(reason), C(reasons), C(verified), C(proven),
-      C(verified_bytes), C(throughput), C(versions), C(nvfs_delta), C(pod), C(source) (C(kubernetes)) and
+      C(verified_bytes), C(throughput), C(versions), C(nvfs_delta), C(pod), C(source) (C(kubernetes)), with
+      O(storage_class) C(volume) (C(storage_class), C(claim), C(pv), C(path) on the node, C(mount_path), C(reclaim_policy),
+      C(released) - the PV is Available again) and
       C(failure) (C(kind), C(message)) when the pod could not give a verdict (C(kind) C(bundle) - the probe code was
       not the module's; C(api) - an API call for this node failed).
   returned: always
@@ -231,7 +246,7 @@ cleaned_leftovers:
   type: list
   elements: str
 deleted:
-  description: How many pods and ConfigMaps of this run were deleted (all it created).
+  description: How many pods and ConfigMaps (and with O(storage_class) claims) of this run were deleted (all it created).
   returned: when pods were created
   type: dict
   sample: {pods: 8, configmaps: 1}

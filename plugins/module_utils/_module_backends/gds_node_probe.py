@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# long-file: the probe's whole run and its API calls read in one place (the claims mode is in gds_node_probe_claims)
 """gds_node_probe, the part that talks to the cluster. PRIVATE to the collection.
 
 One immutable ConfigMap per run, one pod per GPU node (at most ``parallel`` at a time), one LIST
@@ -290,7 +291,7 @@ def argument_spec():
         kubeconfig=dict(type="path"), context=dict(type="str", aliases=["kube_context"]),
         namespace=dict(type="str", default="gpu-operator"),
         node_selector=dict(type="str", default="nvidia.com/gpu.present=true"),
-        nodes=dict(type="list", elements="str"),
+        nodes=dict(type="list", elements="str"), storage_class=dict(type="str"),
         image=dict(type="str", default="nvcr.io/nvidia/pytorch:25.12-py3"),
         image_pull_policy=dict(type="str", choices=["Always", "IfNotPresent", "Never"], default="IfNotPresent"),
         image_pull_secrets=dict(type="list", elements="str", default=[], no_log=False),
@@ -340,14 +341,18 @@ def run(params, check_mode, api=None, clock=time.time, diff=False):
     if not all_nodes:
         return "no node matches node_selector %r: nothing to probe (is the GPU Operator running?)" % (
             params["node_selector"]), result
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe_claims as pvc
+    problem, params = pvc.prepare(api, params) if params.get("storage_class") else (None, params)
+    if problem:
+        return problem, result
     when = time.strftime(nl.RFC3339_UTC, time.gmtime(clock()))
     api_errors = []
     if check_mode:  # the selected nodes' verdicts are unknown: only the other nodes' removals are sure
-        result["msg"] = "check mode: would probe %d node(s): %s" % (len(names), ", ".join(names))
+        result["msg"] = "check mode: would probe %d node(s)%s: %s" % (len(names), pvc.through(params), ", ".join(names))
         if params["labels"]:
             _labels(api, result, {}, when, True, names, api_errors, diff)
         return _api_failure(api_errors), result
-    probe = NodeProbe(api, params, clock=clock)
+    probe = (pvc.ClaimProbe if params.get("storage_class") else NodeProbe)(api, params, clock=clock)
     result["run_id"] = probe.run_id
     try:
         result["cleaned_leftovers"] = probe.cleanup_leftovers()
@@ -372,8 +377,8 @@ def run(params, check_mode, api=None, clock=time.time, diff=False):
         _labels(api, result, proven, when, False, (), api_errors, diff)
     result["nodes"] = nodes
     result["summary"] = summarize(nodes, required)
-    result["msg"] = "; ".join("%s: %s%s" % (n["name"], n["mode"], " (%s)" % n["reason"] if n["mode"] != "gds" else "")
-                              for n in nodes)
+    result["msg"] = "; ".join("%s: %s%s%s" % (n["name"], n["mode"], pvc.via(n), " (%s)" % n["reason"]
+                                              if n["mode"] != "gds" else "") for n in nodes)
     failed = ["%s: %s" % (n["name"], n["reason"]) for n in nodes if n.get("failure")]
     image = [n for n in nodes if (n.get("failure") or {}).get("kind") == "image"]
     if image:
