@@ -67,9 +67,9 @@ demo: venv lab-up
 	$(BIN)/ansible-playbook playbooks/verify.yml
 	@echo
 	@echo "demo: lab/prepare.yml, playbooks/site.yml and playbooks/verify.yml ran against $(N) lab hosts ($(LAB_INVENTORY))."
-	@cat reports/gds-fleet.md
+	@cat inventories/reports/lab/gds-fleet.md
 	@echo
-	@echo "demo: fleet report: $(CURDIR)/reports/gds-fleet.html (also gds-fleet.json, gds-fleet.md)"
+	@echo "demo: fleet report: $(CURDIR)/inventories/reports/lab/gds-fleet.html (also gds-fleet.json, gds-fleet.md; each inventory's report is in reports/<inventory name> beside it)"
 	@echo "demo: the lab stays up for inspection; 'make lab-down' removes it."
 	@echo "demo: to run the README's commands yourself: source .venv/bin/activate (the tools are in .venv/bin)"
 
@@ -126,7 +126,7 @@ lock:
 
 clean:
 	-$(LAB) down --all
-	rm -rf build tests/output reports
+	rm -rf build tests/output reports inventories/reports
 
 # --- Ecosystem checks (issue 22): Execution Environment, Galaxy import, docs site -------------
 # Their tools live in their own virtualenv: galaxy-importer pins its own ansible-core and

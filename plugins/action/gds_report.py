@@ -34,8 +34,13 @@ def default_hosts(groups):
 
 
 def command_line_playbooks():
-    """The playbooks given to ansible-playbook (the report directory follows the first one)."""
+    """The playbooks given to ansible-playbook, as given (the report says which run wrote it)."""
     return list(context.CLIARGS.get("args") or [])
+
+
+def command_line_inventories():
+    """The run's inventory sources (-i, else ansible.cfg's): the report goes beside the first."""
+    return list(context.CLIARGS.get("inventory") or [])
 
 
 def raw_host_variables(hostvars, host):
@@ -97,12 +102,12 @@ class ActionModule(ActionBase):
         records = fr.build_records(names, facts, journal_hosts, journal_enabled=note is None, reboot_pending=pending,
                                    k8s_nodes=args["k8s_nodes"])
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        run = {"playbooks": [e.get("name") for e in events if e.get("event") == "playbook"],
+        run = {"playbooks": command_line_playbooks() or [e.get("name") for e in events if e.get("event") == "playbook"],
                "journal": note is None}
         if note:
             run["note"] = note
         report = fr.build_report(records, title=args["title"], generated=now, run=run)
-        dest = report_dir(args["dest"], command_line_playbooks(), os.environ)
+        dest = report_dir(args["dest"], command_line_playbooks(), os.environ, command_line_inventories())
         try:
             res = write_report(dest, report, args["formats"], check_mode=self._task.check_mode)
             repair_changed, repair_file = repair.write_repair(dest, report, check_mode=self._task.check_mode)

@@ -24,7 +24,8 @@ description:
   - When the playbook has a C(gpudirect.storage.gds_report) play but the run ended before that
     play started (C(max_fail_percentage) reached, C(any_errors_fatal)), the callback writes the
     report itself at the end, from the facts and failures it saw, into O(report_dir); hosts of
-    the aborted play that never had their turn are marked C(not reached).
+    the aborted play that never had their turn are marked C(not reached). A run stopped by
+    M(gpudirect.storage.gds_rollout_check) touched no host and writes none (the last report stays).
   - Prints nothing; use it next to the normal stdout callback.
 requirements:
   - enable it, for example C(ANSIBLE_CALLBACKS_ENABLED=gpudirect.storage.gds_report), or
@@ -43,8 +44,8 @@ options:
   report_dir:
     description:
       - Directory of the fallback report. Default - the directory the
-        M(gpudirect.storage.gds_report) action uses (C(reports) under the project directory
-        of the first playbook, never the current directory; see its O(gpudirect.storage.gds_report#module:dest)).
+        M(gpudirect.storage.gds_report) action uses (C(reports/<inventory name>) beside the
+        inventory, never the current directory; see its O(gpudirect.storage.gds_report#module:dest)).
         Keep it equal to the role's C(gds_report_dir), which defaults to the same environment variable.
     type: path
     env:
@@ -77,6 +78,8 @@ REPORT_NAMES = ("gpudirect.storage.gds_report", "gds_report")  # the report's ac
 # The collection's actions whose results carry ansible_facts.gds (short names: a play's
 # ``collections:`` keyword).
 FACT_MODULES = ("gds_facts", "gds_plan", "gds_preflight")
+# checks that fail a run before any host is touched: no fallback report replaces the last one
+BEFORE_ANY_HOST = frozenset(("gds_rollout_check", "gpudirect.storage.gds_rollout_check"))
 FACT_ACTIONS = frozenset(FACT_MODULES + tuple("gpudirect.storage." + m for m in FACT_MODULES))
 # Results kept per host for the fallback report; the newest with gds facts is used.
 KEPT_RESULTS = 4
@@ -132,6 +135,7 @@ class CallbackModule(CallbackBase):
         self.report_ran = False
         self.report_play_started = False
         self.playbooks_started = 0
+        self.stopped_before_any_host = False
 
     # -- journal --------------------------------------------------------------------------------
     @property
@@ -190,6 +194,7 @@ class CallbackModule(CallbackBase):
         if ignore_errors:
             return
         self.failed.add(host)
+        self.stopped_before_any_host |= getattr(result.task, "action", None) in BEFORE_ANY_HOST
         self._append(fr.journal_event("failed", host, task_info(result.task, self.play_name), result.result))
         facts = fr.slim_facts((result.result.get("ansible_facts") or {}).get("gds"))
         if facts:
@@ -237,12 +242,14 @@ class CallbackModule(CallbackBase):
         return self.playbooks_started >= len(context.CLIARGS.get("args") or ())
 
     def fallback_report_dir(self):
-        return report_dir(self.get_option("report_dir"), context.CLIARGS.get("args") or (), os.environ)
+        return report_dir(self.get_option("report_dir"), context.CLIARGS.get("args") or (), os.environ,
+                          context.CLIARGS.get("inventory") or ())
 
     def v2_playbook_on_stats(self, stats):
         last = self._last_playbook()
         try:
-            aborted = self.has_report_play and not self.report_play_started and not self.report_ran
+            aborted = (self.has_report_play and not self.report_play_started and not self.report_ran
+                       and not self.stopped_before_any_host)
             if aborted and self.get_option("write_on_abort") and not context.CLIARGS.get("check"):
                 self._write_fallback()
         finally:
@@ -260,7 +267,8 @@ class CallbackModule(CallbackBase):
         text = self.journal.text() if self.journal is not None else ""
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         report = fr.fallback_report(text, self.hosts, self.seen_facts(), self.play_name, self.play_all_hosts,
-                                    self.play_hosts.get(self.play_name) or set(), self.playbooks, now)
+                                    self.play_hosts.get(self.play_name) or set(),
+                                    list(context.CLIARGS.get("args") or ()) or self.playbooks, now)
         dest = self.fallback_report_dir()
         try:
             res = write_report(dest, report)

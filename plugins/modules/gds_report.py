@@ -22,8 +22,9 @@ description:
     enabled (it keeps the run journal this action reads).
   - Runs on the controller only (an action plugin); this file holds its documentation and
     argument specification.
-  - C(changed) is true only when the report says something new - the generation time is
-    ignored, and an unchanged report is not rewritten.
+  - C(changed) is true only when the report says something new - about the hosts, or that
+    another playbook's run wrote it (C(run.playbooks), as given to C(ansible-playbook)); the
+    generation time alone is ignored, and an unchanged report is not rewritten.
 options:
   hosts:
     description:
@@ -42,11 +43,13 @@ options:
   dest:
     description:
       - Directory of the report files; created when missing. It never depends on the current
-        directory - default C($GDS_REPORT_DIR), else C(reports); a relative path is taken under
-        the project directory, the directory of the first playbook on the C(ansible-playbook)
-        command line, or its parent when that directory is named C(playbooks) (in a checkout of
-        this collection - C(<checkout>/reports)). A playbook named by its collection name
-        (C(gpudirect.storage.verify)) writes under C(~/.ansible) (C(~/.ansible/gds-reports)).
+        directory - default C($GDS_REPORT_DIR), else one directory per inventory beside it,
+        C(reports/<inventory name>) in the directory that holds the first inventory source
+        (C(-i inventories/prod) - C(inventories/reports/prod); C(-i fleet/hosts.yml) -
+        C(fleet/reports/hosts)); a relative path is taken in that directory too.
+      - Without an inventory on disk (C(-i localhost,)) - C(reports) beside C(playbooks/) of the first
+        playbook on the command line, or C(~/.ansible/gds-reports) for a playbook named by its
+        collection name (C(gpudirect.storage.verify)).
       - The files are readable by their owner only (C(0600)) in a C(0700) directory; a directory of
         yours that others could read is made C(0700). A directory another user owns or may write
         is refused. Credentials in the failure messages (passwords in URLs, bearer tokens, NGC API
@@ -103,10 +106,9 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Write the fleet report for the GDS hosts into ./reports
+- name: Write the fleet report for the GDS hosts into reports/<inventory name> beside the inventory
   gpudirect.storage.gds_report:
     hosts: "{{ groups['gds_hosts'] }}"
-    dest: reports
 
 - name: Only the JSON and the Markdown table
   gpudirect.storage.gds_report:

@@ -21,17 +21,18 @@ def test_make_demo_runs_site_and_verify_and_writes_the_report():
         res = run(["make", "demo", "N=3"], timeout=1500, check=False)
         assert res.returncode == 0, res.stdout[-8000:]
         out = res.stdout
-        assert "fleet report: %s/reports/gds-fleet.html" % ROOT in out
+        reports = os.path.join(ROOT, "inventories", "reports", "lab")  # beside the lab inventory
+        assert "fleet report: %s/gds-fleet.html" % reports in out
         # site.yml did real work on the three hosts and verify.yml found them
         for host in hosts_of_the_lab:
             assert "| %s | ssh | ok | unavailable |" % host in out
-        with open(os.path.join(ROOT, "reports", "gds-fleet.json")) as f:
+        with open(os.path.join(reports, "gds-fleet.json")) as f:
             report = json.load(f)
         hosts = report["hosts"] if isinstance(report, dict) else report
         names = sorted(h["host"] for h in hosts)
         assert names == hosts_of_the_lab
         assert all(h["mode"] == "unavailable" and h["reason"] for h in hosts)
-        assert os.path.getsize(os.path.join(ROOT, "reports", "gds-fleet.html")) > 1000
+        assert os.path.getsize(os.path.join(reports, "gds-fleet.html")) > 1000
         # a second site.yml run on the demo lab changes nothing
         rerun = run([os.path.join(ROOT, ".venv/bin/ansible-playbook"), "playbooks/site.yml"], timeout=900)
         recap = [l for l in rerun.stdout.splitlines() if l.startswith(tuple(hosts_of_the_lab))]

@@ -210,7 +210,7 @@ def failure_blocks(out):
     return blocks
 
 
-def test_5_a_failure_names_its_reason_and_carries_the_facts_at_any_verbosity(prod):
+def test_5_a_failure_names_its_reason_and_shows_its_table_not_the_facts_at_any_verbosity(prod):
     append_group_vars(prod, "gds_preflight_min_free_mb: 99999999")
     full_facts = re.compile(r"^\s+free_mb:$", re.M)  # a key of the facts' host section
     for verbosity in ("", " -v"):
@@ -220,14 +220,16 @@ def test_5_a_failure_names_its_reason_and_carries_the_facts_at_any_verbosity(pro
         assert sorted(blocks) == sorted(lab_hosts(prod))
         for host, lines in blocks.items():
             text = "\n".join(lines)
-            assert "gds_preflight_min_free_mb" in text and full_facts.search(text), text[-3000:]
+            assert "gds_preflight_min_free_mb" in text and not full_facts.search(text), text[-3000:]
+            assert re.search(r"failed\s+free space", text) and re.search(r"passed\s+architecture", text), text
 
 
-def test_6_gds_serial_in_the_inventory_warns(prod):
+def test_6_gds_serial_in_the_inventory_stops_the_run_naming_the_file(prod):
     append_group_vars(prod, 'gds_serial: [1, "50%"]')
     rc, out = prod.sh(block_with(PREFLIGHT))
-    assert rc == 0, out[-4000:]
-    assert "gds_serial is set in the inventory" in flat(out) and "pass it as an extra var" in flat(out)
+    assert rc == 2, out[-4000:]
+    assert "gds_serial is set in " in flat(out) and "group_vars/all.yml" in flat(out), out[-4000:]
+    assert "pass it as an extra var" in flat(out)
 
 
 def test_7_the_rollout_goes_canary_first_in_inventory_order_past_an_unreachable_host(prod):
@@ -249,7 +251,7 @@ def test_7_the_rollout_goes_canary_first_in_inventory_order_past_an_unreachable_
     runs = re.findall(r"^TASK \[%s\][^\n]*\n(?:[^\n]*\n)*?(?:changed|ok): \[([^\]]+)\]" % re.escape(first_task),
                       rollout, re.M)
     assert runs == hosts, runs  # the canary is the first host of the inventory, then inventory order
-    with open(prod.file("reports", "gds-fleet.json")) as f:
+    with open(prod.file("inventories", "reports", "prod", "gds-fleet.json")) as f:  # beside the inventory
         report = json.load(f)
     rows = report["hosts"] if isinstance(report, dict) else report
     assert "ghost" in [r["host"] for r in rows]

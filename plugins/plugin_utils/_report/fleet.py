@@ -353,11 +353,11 @@ def fallback_report(journal_text, hosts, facts, play, play_hosts, ran, playbooks
 
 
 def same_report(old, new):
-    """True when two reports say the same (the generation time and run identity are ignored)."""
+    """True when two reports say the same of the same playbooks' run (the generation time is
+    ignored: a re-run that finds nothing new leaves the report of the run that wrote it)."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         return False
-    strip = ("generated", "run")
-    return dict((k, v) for k, v in old.items() if k not in strip) == dict((k, v) for k, v in new.items() if k not in strip)
+    return dict((k, v) for k, v in old.items() if k != "generated") == dict((k, v) for k, v in new.items() if k != "generated")
 
 
 def to_json(report):

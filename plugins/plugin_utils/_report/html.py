@@ -4,15 +4,18 @@
 """The GDS fleet report as ONE self-contained HTML page. PRIVATE to the collection.
 
 Pure: ``render_html(report)`` takes the document built by ``_report.fleet.build_report`` and
-returns the page - inline CSS, a sortable per-host table (a few lines of inline JavaScript, no
-library), a throughput bar chart drawn as inline SVG, and the reason for every host that is not
-``gds``. Nothing is loaded from anywhere (a Content-Security-Policy forbids it); every value
-from the hosts is HTML-escaped.
+renders it with a Jinja2 template - inline CSS, a sortable per-host table (a few lines of inline
+JavaScript, no library), a throughput bar chart drawn as inline SVG (its geometry computed here),
+and the reason for every host that is not ``gds``. Nothing is loaded from anywhere (a
+Content-Security-Policy forbids it); the template escapes every value (autoescape).
 """
 
 from __future__ import annotations
 
 import html
+
+import jinja2
+from markupsafe import Markup
 
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import fleet
 
@@ -75,8 +78,80 @@ JS = """
 """
 
 
+TEMPLATE = """\
+<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{ report.title }}</title><style>{{ css }}</style></head><body>
+<header><h1>{{ report.title }}</h1><p class="meta">{{ s.hosts }} hosts &middot; {{ s.gds_ready }} ready for GDS
+{%- if report.generated %} &middot; generated {{ report.generated }}{% endif %}
+{%- if playbooks %} &middot; {{ playbooks | join(", ") }}{% endif %}</p></header>
+<section id="summary"><div class="cards">
+{%- for m, n in s.by_mode.items() if n or m in ("gds", "compat", "unavailable", "failed") -%}
+<div class="card" data-mode="{{ m }}" style="--c:{{ mode_color(m) }}"><span class="n">{{ n }}</span><span class="l">{{ m }}</span></div>
+{%- endfor -%}
+</div><p class="status-line">Run status: {{ s.by_status | counts or "no hosts" }}</p></section>
+<section id="throughput"><h2>cuFile probe throughput (GB/s)</h2>
+{%- if not chart.bars -%}
+<p class="empty" id="chart-empty">No host ran the cuFile probe, so there is no throughput to chart.</p>
+{%- else -%}
+<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{{ chart.width }}" height="{{ chart.height }}" viewBox="0 0 {{ chart.width }} {{ chart.height }}" role="img" aria-label="Probe throughput per host in GB/s">
+{%- for label, color, x in chart.legend -%}
+<rect x="{{ x }}" y="4" width="10" height="10" fill="{{ color }}"/><text x="{{ x + 14 }}" y="13" font-size="12">{{ label }}</text>
+{%- endfor -%}
+{%- for t in chart.ticks -%}
+<line x1="{{ t.x }}" y1="{{ chart.top }}" x2="{{ t.x }}" y2="{{ chart.axis_y }}" stroke="#d1d9e0"/><text x="{{ t.x }}" y="{{ chart.axis_y + 14 }}" font-size="11" text-anchor="middle" fill="#59636e">{{ t.label }}</text>
+{%- endfor -%}
+{%- for host in chart.hosts -%}
+<text x="{{ chart.label_x }}" y="{{ host.y }}" font-size="12" text-anchor="end" dominant-baseline="middle">{{ host.name }}</text>
+{%- for b in host.bars -%}
+<rect class="bar" data-host="{{ b.host }}" data-kind="{{ b.kind }}" x="{{ chart.label_w }}" y="{{ b.y }}" width="{{ b.w }}" height="{{ chart.bar_h - 1 }}" fill="{{ b.color }}"><title>{{ b.host }} {{ b.kind }} {{ b.value }} GB/s ({{ b.mode }})</title></rect><text x="{{ b.text_x }}" y="{{ b.text_y }}" font-size="10" dominant-baseline="middle" fill="#59636e">{{ b.value }}</text>
+{%- endfor -%}
+{%- endfor -%}
+</svg>
+{%- if chart.missing -%}
+<p class="empty">{{ chart.missing }} host(s) have no throughput (no probe ran): see the table.</p>
+{%- endif -%}
+{%- endif -%}
+</section>
+<section><h2>Hosts</h2><table id="hosts"><thead><tr>
+{%- for key, head, type in columns -%}
+<th data-key="{{ key }}" data-type="{{ type }}" scope="col">{{ head }}</th>
+{%- endfor -%}
+</tr></thead><tbody>
+{%- for row in rows -%}
+<tr data-host="{{ row.host }}" data-status="{{ row.status }}" data-mode="{{ row.mode }}">
+{%- for c in row.cells -%}
+<td data-key="{{ c.key }}" data-v="{{ c.sort }}"{% if c.cls %} class="{{ c.cls }}"{% endif %}>{{ c.shown }}</td>
+{%- endfor -%}
+</tr>
+{%- endfor -%}
+</tbody></table></section>
+<section id="reasons"><h2>Why hosts are not GDS</h2>
+{%- if not reasons -%}
+<p class="empty">Every host does GDS.</p>
+{%- else -%}
+<ul>
+{%- for rec, checks in reasons -%}
+<li id="reason-{{ rec.host }}" data-host="{{ rec.host }}"><b>{{ rec.host }}</b> {{ badge(rec.mode, mode_color(rec.mode)) }} {{ badge(rec.status, status_color(rec.status)) }} <span class="reason">{{ rec.reason or "no reason given" }}</span>
+{%- if checks -%}
+<ul class="checks">{% for c in checks %}<li>{{ c.check }}: {{ c.detail }}</li>{% endfor %}</ul>
+{%- endif -%}
+</li>
+{%- endfor -%}
+</ul>
+{%- endif -%}
+</section>
+<script>{{ js }}</script></body></html>
+"""
+
+
 def _e(value):
-    return html.escape("" if value is None else str(value), quote=True)
+    """``value`` as HTML text: markup built here stays as it is, anything else is escaped."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape("" if value is None else str(value), quote=True))
 
 
 def _gbps(value):
@@ -84,7 +159,7 @@ def _gbps(value):
 
 
 def _badge(text, color):
-    return '<span class="badge" style="--c:%s">%s</span>' % (color, _e(text))
+    return Markup('<span class="badge" style="--c:%s">%s</span>' % (color, _e(text)))
 
 
 def _driver(versions):
@@ -99,7 +174,7 @@ def _short(text, limit=REASON_CHARS):
     (and in the "why" section below the table)."""
     if len(text) <= limit:
         return _e(text)
-    return '<span title="%s">%s&hellip;</span>' % (_e(text), _e(text[:limit].rstrip()))
+    return Markup('<span title="%s">%s&hellip;</span>' % (_e(text), _e(text[:limit].rstrip())))
 
 
 def _storage_cell(storage):
@@ -107,8 +182,8 @@ def _storage_cell(storage):
     storage = storage or {"write_gbps": None, "read_gbps": None, "write_ratio": None, "read_ratio": None}
     shown = _e(fleet.ratio_text(storage))
     if storage["write_gbps"] is not None or storage["read_gbps"] is not None:
-        shown = '<span title="storage (O_DIRECT into host memory, same file, same run): %s GB/s write / read. %s">%s</span>' % (
-            _e(fleet.pair_text(storage)), _e(fleet.RATIO_NOTE), shown)
+        shown = Markup('<span title="storage (O_DIRECT into host memory, same file, same run): %s GB/s write / read. '
+                       '%s">%s</span>' % (_e(fleet.pair_text(storage)), _e(fleet.RATIO_NOTE), shown))
     return ("storage_ratio", "" if storage["read_ratio"] is None else storage["read_ratio"], shown, "num")
 
 
@@ -116,36 +191,37 @@ def _tuned_cell(tuned):
     """The throughput mode's GB/s (sorted by read), its plans in the tooltip."""
     if not tuned:
         return ("tuned", "", "-", "num")
-    shown = '<span title="plans: write %s, read %s">%s</span>' % (
-        _e(tuned.get("write_plan")), _e(tuned.get("read_plan")), _e(fleet.pair_text(tuned)))
+    shown = Markup('<span title="plans: write %s, read %s">%s</span>' % (
+        _e(tuned.get("write_plan")), _e(tuned.get("read_plan")), _e(fleet.pair_text(tuned))))
     return ("tuned", "" if tuned["read_gbps"] is None else tuned["read_gbps"], shown, "num")
 
 
 def _row(rec):
+    """A table row: (key, sort value, shown - text, or markup built here -, class) per cell."""
     v = rec["versions"]
     t = rec["throughput"]
     good = rec["mode"] == "gds" and rec["status"] == "ok"
+    source = _e(rec.get("source", "ssh"))
+    if rec.get("pod"):
+        source = Markup('%s <span class="reason">%s</span>' % (source, _e(rec["pod"])))
     cells = [
-        ("host", rec["host"], _e(rec["host"]), "host"),
-        ("source", rec.get("source", "ssh"), _e(rec.get("source", "ssh")) + (
-            ' <span class="reason">%s</span>' % _e(rec["pod"]) if rec.get("pod") else ""), ""),
+        ("host", rec["host"], rec["host"], "host"),
+        ("source", rec.get("source", "ssh"), source, ""),
         ("status", rec["status"], _badge(rec["status"], STATUS_COLORS.get(rec["status"], "#6e7781")), ""),
         ("mode", MODE_RANK.get(rec["mode"], 0), _badge(rec["mode"], MODE_COLORS.get(rec["mode"], "#6e7781")), ""),
         ("write", "" if t["write_gbps"] is None else t["write_gbps"], _gbps(t["write_gbps"]), "num"),
         ("read", "" if t["read_gbps"] is None else t["read_gbps"], _gbps(t["read_gbps"]), "num"),
         _storage_cell(rec.get("storage")),
         _tuned_cell(rec.get("tuned")),
-        ("driver", _driver(v) or "", _e(_driver(v) or "-"), ""),
-        ("nvidia_fs", v.get("nvidia_fs") or "", _e(v.get("nvidia_fs") or "-"), ""),
-        ("libcufile", v.get("libcufile") or "", _e(v.get("libcufile") or "-"), ""),
-        ("ofed", v.get("ofed") or "", _e(v.get("ofed") or "-"), ""),
-        ("gpus", len(rec["gpus"]), _e(len(rec["gpus"])) if rec["mode"] != "unknown" else "-", "num"),
+        ("driver", _driver(v) or "", _driver(v) or "-", ""),
+        ("nvidia_fs", v.get("nvidia_fs") or "", v.get("nvidia_fs") or "-", ""),
+        ("libcufile", v.get("libcufile") or "", v.get("libcufile") or "-", ""),
+        ("ofed", v.get("ofed") or "", v.get("ofed") or "-", ""),
+        ("gpus", len(rec["gpus"]), len(rec["gpus"]) if rec["mode"] != "unknown" else "-", "num"),
         ("reason", "" if good else rec["reason"], "" if good else _short(rec["reason"]), "reason"),
     ]
-    tds = "".join('<td data-key="%s" data-v="%s"%s>%s</td>' % (k, _e(sv), ' class="%s"' % cls if cls else "", shown)
-                  for k, sv, shown, cls in cells)
-    return '<tr data-host="%s" data-status="%s" data-mode="%s">%s</tr>' % (
-        _e(rec["host"]), _e(rec["status"]), _e(rec["mode"]), tds)
+    return {"host": rec["host"], "status": rec["status"], "mode": rec["mode"],
+            "cells": [{"key": k, "sort": sv, "shown": shown, "cls": cls} for k, sv, shown, cls in cells]}
 
 
 def _ticks(top):
@@ -159,52 +235,36 @@ def _ticks(top):
     return [round(step * i, 2) for i in range(n + 1)]
 
 
-def render_chart(records, width=900):
-    """Horizontal grouped bars (write, read GB/s) per probed host as an inline SVG string, or a
-    paragraph saying that no host ran the probe."""
+def chart(records, width=900):
+    """The geometry of the throughput chart: horizontal grouped bars (write, read GB/s) per probed
+    host; no bars when no host ran the probe."""
     probed = [r for r in records if r["throughput"]["write_gbps"] is not None or r["throughput"]["read_gbps"] is not None]
     if not probed:
-        return '<p class="empty" id="chart-empty">No host ran the cuFile probe, so there is no throughput to chart.</p>'
+        return {"bars": False}
     label_w, right, top_pad, bar_h, gap = 180, 60, 28, 11, 10
-    plot_w = width - label_w - right
     ticks = _ticks(max([r["throughput"]["write_gbps"] or 0 for r in probed] +
                        [r["throughput"]["read_gbps"] or 0 for r in probed]))
-    scale = plot_w / float(ticks[-1] or 1)
+    scale = (width - label_w - right) / float(ticks[-1] or 1)
     height = top_pad + len(probed) * (2 * bar_h + gap) + 24
-    out = ['<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
-           'role="img" aria-label="Probe throughput per host in GB/s">' % (width, height, width, height)]
-    out.append('<rect x="%d" y="4" width="10" height="10" fill="%s"/><text x="%d" y="13" font-size="12">write</text>'
-               % (label_w, WRITE_COLOR, label_w + 14, ))
-    out.append('<rect x="%d" y="4" width="10" height="10" fill="%s"/><text x="%d" y="13" font-size="12">read</text>'
-               % (label_w + 64, READ_COLOR, label_w + 78))
-    axis_y = height - 20
-    for t in ticks:
-        x = label_w + t * scale
-        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#d1d9e0"/>' % (x, top_pad - 4, x, axis_y))
-        out.append('<text x="%.1f" y="%d" font-size="11" text-anchor="middle" fill="#59636e">%s</text>'
-                   % (x, axis_y + 14, _e(("%g" % t))))
+    hosts = []
     for i, rec in enumerate(probed):
         y = top_pad + i * (2 * bar_h + gap)
-        name = rec["host"] if len(rec["host"]) <= 26 else rec["host"][:25] + "\u2026"
-        out.append('<text x="%d" y="%d" font-size="12" text-anchor="end" dominant-baseline="middle">%s</text>'
-                   % (label_w - 8, y + bar_h, _e(name)))
-        for j, (key, color, what) in enumerate((("write_gbps", WRITE_COLOR, "write"), ("read_gbps", READ_COLOR, "read"))):
+        bars = []
+        for j, (key, color, kind) in enumerate((("write_gbps", WRITE_COLOR, "write"), ("read_gbps", READ_COLOR, "read"))):
             val = rec["throughput"][key]
             if val is None:
                 continue
-            by = y + j * bar_h
             w = max(val * scale, 1.0)
-            out.append('<rect class="bar" data-host="%s" data-kind="%s" x="%d" y="%d" width="%.1f" height="%d" '
-                       'fill="%s"><title>%s %s %.2f GB/s (%s)</title></rect>'
-                       % (_e(rec["host"]), what, label_w, by, w, bar_h - 1, color, _e(rec["host"]), what, val,
-                          _e(rec["mode"])))
-            out.append('<text x="%.1f" y="%d" font-size="10" dominant-baseline="middle" fill="#59636e">%.2f</text>'
-                       % (label_w + w + 4, by + bar_h // 2, val))
-    out.append("</svg>")
-    missing = len(records) - len(probed)
-    if missing:
-        out.append('<p class="empty">%d host(s) have no throughput (no probe ran): see the table.</p>' % missing)
-    return "".join(out)
+            bars.append({"host": rec["host"], "kind": kind, "y": y + j * bar_h, "w": "%.1f" % w, "color": color,
+                         "value": "%.2f" % val, "mode": rec["mode"], "text_x": "%.1f" % (label_w + w + 4),
+                         "text_y": y + j * bar_h + bar_h // 2})
+        hosts.append({"name": rec["host"] if len(rec["host"]) <= 26 else rec["host"][:25] + "\u2026",
+                      "y": y + bar_h, "bars": bars})
+    return {"bars": True, "width": width, "height": height, "top": top_pad - 4, "axis_y": height - 20,
+            "label_w": label_w, "label_x": label_w - 8, "bar_h": bar_h,
+            "legend": [("write", WRITE_COLOR, label_w), ("read", READ_COLOR, label_w + 64)],
+            "ticks": [{"x": "%.1f" % (label_w + t * scale), "label": "%g" % t} for t in ticks],
+            "hosts": hosts, "missing": len(records) - len(probed)}
 
 
 def _repeats(detail, reason):
@@ -215,47 +275,23 @@ def _repeats(detail, reason):
 
 
 def _reasons(records):
-    items = []
-    for rec in records:
-        if rec["mode"] == "gds" and rec["status"] == "ok":
-            continue
-        checks = "".join("<li>%s: %s</li>" % (_e(c["check"]), _e(c["detail"])) for c in rec["failed_checks"]
-                         if not _repeats(c["detail"], rec["reason"]))
-        items.append('<li id="reason-%s" data-host="%s"><b>%s</b> %s %s <span class="reason">%s</span>%s</li>' % (
-            _e(rec["host"]), _e(rec["host"]), _e(rec["host"]),
-            _badge(rec["mode"], MODE_COLORS.get(rec["mode"], "#6e7781")),
-            _badge(rec["status"], STATUS_COLORS.get(rec["status"], "#6e7781")), _e(rec["reason"] or "no reason given"),
-            '<ul class="checks">%s</ul>' % checks if checks else ""))
-    if not items:
-        return '<p class="empty">Every host does GDS.</p>'
-    return '<ul>%s</ul>' % "".join(items)
+    """(record, its failed checks that say more than the reason) of every host that is not gds."""
+    return [(rec, [c for c in rec["failed_checks"] if not _repeats(c["detail"], rec["reason"])])
+            for rec in records if not (rec["mode"] == "gds" and rec["status"] == "ok")]
+
+
+# every value a template prints goes through _e (as html.escape writes entities); markup built
+# here passes as it is
+_ENV = jinja2.Environment(finalize=_e, keep_trailing_newline=True, undefined=jinja2.ChainableUndefined)
+_ENV.filters["counts"] = lambda by: ", ".join("%s %d" % (k, n) for k, n in by.items() if n)
+_TEMPLATE = _ENV.from_string(TEMPLATE)
 
 
 def render_html(report):
     """The whole page."""
-    s = report["summary"]
     records = report["hosts"]
-    cards = "".join('<div class="card" data-mode="%s" style="--c:%s"><span class="n">%d</span>'
-                    '<span class="l">%s</span></div>' % (_e(m), MODE_COLORS.get(m, "#6e7781"), n, _e(m))
-                    for m, n in s["by_mode"].items() if n or m in ("gds", "compat", "unavailable", "failed"))
-    statuses = ", ".join("%s %d" % (_e(k), n) for k, n in s["by_status"].items() if n)
-    heads = "".join('<th data-key="%s" data-type="%s" scope="col">%s</th>' % (k, t, _e(h)) for k, h, t in COLUMNS)
-    generated = " &middot; generated %s" % _e(report["generated"]) if report.get("generated") else ""
-    playbooks = ", ".join((report.get("run") or {}).get("playbooks") or [])
-    return "".join([
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
-        'script-src \'unsafe-inline\'; img-src data:">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>%s</title><style>%s</style></head><body>" % (_e(report.get("title")), CSS),
-        '<header><h1>%s</h1><p class="meta">%d hosts &middot; %d ready for GDS%s%s</p></header>' % (
-            _e(report.get("title")), s["hosts"], s["gds_ready"], generated,
-            " &middot; " + _e(playbooks) if playbooks else ""),
-        '<section id="summary"><div class="cards">%s</div><p class="status-line">Run status: %s</p></section>' % (
-            cards, statuses or "no hosts"),
-        '<section id="throughput"><h2>cuFile probe throughput (GB/s)</h2>%s</section>' % render_chart(records),
-        '<section><h2>Hosts</h2><table id="hosts"><thead><tr>%s</tr></thead><tbody>%s</tbody></table></section>' % (
-            heads, "".join(_row(r) for r in records)),
-        '<section id="reasons"><h2>Why hosts are not GDS</h2>%s</section>' % _reasons(records),
-        "<script>%s</script></body></html>\n" % JS,
-    ])
+    return _TEMPLATE.render(
+        report=report, s=report["summary"], css=Markup(CSS), js=Markup(JS),
+        playbooks=(report.get("run") or {}).get("playbooks") or [], columns=COLUMNS, chart=chart(records),
+        rows=[_row(r) for r in records], reasons=_reasons(records), badge=_badge,
+        mode_color=lambda m: MODE_COLORS.get(m, "#6e7781"), status_color=lambda m: STATUS_COLORS.get(m, "#6e7781"))

@@ -37,14 +37,31 @@ def project_dir(playbooks):
     return os.path.dirname(base) if os.path.basename(base) == "playbooks" else base
 
 
-def report_dir(dest, playbooks, environ):
+def inventory_path(inventories):
+    """The first inventory source that is a file or directory (not a host list such as
+    ``localhost,``), as an absolute path; None without one."""
+    for source in inventories or ():
+        if source and "," not in source and os.path.exists(source):
+            return os.path.abspath(source)
+    return None
+
+
+def report_dir(dest, playbooks, environ, inventories=()):
     """Where the report goes, never depending on the current directory: ``dest``, else
-    $GDS_REPORT_DIR, else ``reports``; a relative one is taken under the project directory (see
-    :func:`project_dir`), or under ~/.ansible when the playbook was named by its collection name
-    (``ansible-playbook gpudirect.storage.verify``: ~/.ansible/gds-reports)."""
+    $GDS_REPORT_DIR, else one directory per inventory beside it: ``reports/<inventory name>``
+    in the directory that holds the inventory (``-i inventories/prod``: inventories/reports/prod;
+    ``-i fleet/hosts.yml``: fleet/reports/hosts), and a relative ``dest`` is taken there too.
+    Without an inventory on disk: under the project directory (see :func:`project_dir`), or
+    ~/.ansible/gds-reports when the playbook was named by its collection name."""
     chosen = dest or environ.get(ENV_DIR) or None
     if chosen and os.path.isabs(chosen):
         return os.path.normpath(chosen)
+    inventory = inventory_path(inventories)
+    if inventory is not None:
+        name = os.path.basename(inventory)
+        if os.path.isfile(inventory):
+            name = os.path.splitext(name)[0]
+        return os.path.normpath(os.path.join(os.path.dirname(inventory), chosen or os.path.join("reports", name)))
     base = project_dir(playbooks)
     if base is None:
         home = environ.get("HOME") or os.path.expanduser("~")

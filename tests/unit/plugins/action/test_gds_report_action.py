@@ -178,6 +178,28 @@ def test_default_dest_is_beside_the_playbooks_not_the_current_directory(tmp_path
     assert os.listdir(str(elsewhere)) == []
 
 
+def test_each_inventory_has_its_report_beside_it_saying_which_playbook_wrote_it(tmp_path, monkeypatch):
+    inventory = tmp_path / "inventories" / "prod"
+    inventory.mkdir(parents=True)
+    monkeypatch.chdir(str(tmp_path))
+    monkeypatch.delenv("GDS_REPORT_DIR", raising=False)
+    monkeypatch.setattr(action, "command_line_inventories", lambda: [str(inventory)])
+    monkeypatch.setattr(action, "command_line_playbooks", lambda: ["gpudirect.storage.site"])
+    res = run_action({"hosts": ["gpu-standin-01"]})
+    dest = tmp_path / "inventories" / "reports" / "prod"
+    assert res["dest"] == str(dest) and res["changed"] is True
+    first = json.loads((dest / "gds-fleet.json").read_text())
+    assert first["run"]["playbooks"] == ["gpudirect.storage.site"]
+    assert run_action({"hosts": ["gpu-standin-01"]})["changed"] is False  # the same run again
+    # another playbook's run writes the report again: its time and its playbook
+    monkeypatch.setattr(action, "command_line_playbooks", lambda: ["gpudirect.storage.verify"])
+    res = run_action({"hosts": ["gpu-standin-01"]})
+    second = json.loads((dest / "gds-fleet.json").read_text())
+    assert res["changed"] is True and second["run"]["playbooks"] == ["gpudirect.storage.verify"]
+    assert second["generated"] >= first["generated"]
+    assert "gpudirect.storage.verify" in (dest / "gds-fleet.md").read_text()
+
+
 class CountingHostVars(dict):
     """Ansible's HostVars as the action sees it: ``hostvars[h]`` builds the host's variables AND
     templates each value read; ``raw_get(h)`` only builds them. Counts both."""

@@ -204,6 +204,17 @@ def test_no_fallback_without_abort_in_check_mode_or_when_disabled(callback, tmp_
     assert not os.path.exists(str(tmp_path / "reports"))
 
 
+def test_a_run_stopped_by_the_rollout_check_touched_no_host_and_keeps_the_last_report(callback, tmp_path):
+    plays = [Play("Check the rollout settings", ["gpudirect.storage.gds_rollout_check"], ["n1", "n2"]),
+             Play("Write the GDS fleet report on the controller", ["gpudirect.storage.gds_report"], ["localhost"])]
+    callback.v2_playbook_on_start(Playbook("/x/playbooks/site.yml", plays))
+    callback.v2_playbook_on_play_start(plays[0])
+    callback.v2_runner_on_failed(Result("n1", Task("Check", action="gpudirect.storage.gds_rollout_check"),
+                                        {"failed": True, "msg": "gds_canary names gpu-z99, not a host of group gds_hosts"}))
+    callback.v2_playbook_on_stats(None)
+    assert not os.path.exists(str(tmp_path / "reports"))
+
+
 def test_a_configured_journal_is_kept_and_truncated_at_the_next_run(callback, tmp_path):
     callback._plugin_options["journal"] = str(tmp_path / "keep" / "journal.jsonl")
     run_verify(callback, report_play=False)
@@ -248,6 +259,14 @@ def test_the_fallback_report_dir_follows_the_playbook_not_the_current_directory(
     monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False, args=("/srv/gds/playbooks/verify.yml",)))
     callback._plugin_options["report_dir"] = None
     assert callback.fallback_report_dir() == "/srv/gds/reports"
+
+
+def test_the_fallback_report_goes_beside_the_inventory_as_the_action_s(callback, tmp_path, monkeypatch):
+    (tmp_path / "inventories" / "prod").mkdir(parents=True)
+    monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False, args=("gpudirect.storage.site",),
+                                                          inventory=(str(tmp_path / "inventories" / "prod"),)))
+    callback._plugin_options["report_dir"] = None
+    assert callback.fallback_report_dir() == str(tmp_path / "inventories" / "reports" / "prod")
 
 
 class LazyResult(Result):

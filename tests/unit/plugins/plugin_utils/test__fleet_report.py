@@ -226,8 +226,9 @@ def test_ready_counts_only_verified_hosts_that_meet_the_gds_gate():
     assert s["gds_ready"] == 2 and s["not_gds"] == ["inferred-2", "unproven-3"]
 
 
-def test_same_report_ignores_generation_time_and_run():
-    assert fr.same_report(fleet_report("t1"), dict(fleet_report("t2"), run={"playbooks": ["x.yml"]}))
+def test_same_report_ignores_the_generation_time_not_the_playbooks_of_the_run():
+    assert fr.same_report(fleet_report("t1"), fleet_report("t2"))
+    assert not fr.same_report(fleet_report("t1"), dict(fleet_report("t2"), run={"playbooks": ["x.yml"]}))
     changed = fleet_report()
     changed["hosts"][0]["mode"] = "compat"
     assert not fr.same_report(fleet_report(), changed)
@@ -494,6 +495,28 @@ def test_html_shows_the_source_and_probe_pod():
 def test_report_dir_never_depends_on_the_current_directory(dest, playbooks, env, expected, tmp_path, monkeypatch):
     monkeypatch.chdir(str(tmp_path))
     assert frw.report_dir(dest, playbooks, env) == expected
+
+
+def test_each_inventory_has_its_own_report_directory_beside_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(str(tmp_path))
+    (tmp_path / "inventories" / "prod").mkdir(parents=True)
+    (tmp_path / "inventories" / "lab").mkdir(parents=True)
+    (tmp_path / "fleet").mkdir()
+    (tmp_path / "fleet" / "hosts.yml").write_text("all: {}\n")
+    env = {"HOME": "/home/u"}
+    for playbooks in (["gpudirect.storage.verify"], ["/srv/gds/playbooks/site.yml"]):
+        assert frw.report_dir(None, playbooks, env, [str(tmp_path / "inventories" / "prod")]) == \
+            str(tmp_path / "inventories" / "reports" / "prod")
+        assert frw.report_dir(None, playbooks, env, [str(tmp_path / "inventories" / "lab"), "other,"]) == \
+            str(tmp_path / "inventories" / "reports" / "lab")
+        assert frw.report_dir(None, playbooks, env, [str(tmp_path / "fleet" / "hosts.yml")]) == \
+            str(tmp_path / "fleet" / "reports" / "hosts")
+    inventory = [str(tmp_path / "inventories" / "prod")]
+    assert frw.report_dir("custom", [], env, inventory) == str(tmp_path / "inventories" / "custom")
+    assert frw.report_dir(None, [], {"GDS_REPORT_DIR": "/var/reports"}, inventory) == "/var/reports"
+    # no inventory on disk (a host list): the project directory, or ~/.ansible/gds-reports
+    assert frw.report_dir(None, ["gpudirect.storage.verify"], env, ["localhost,"]) == "/home/u/.ansible/gds-reports"
+    assert frw.report_dir(None, ["/srv/gds/playbooks/verify.yml"], env, ["localhost,"]) == "/srv/gds/reports"
 
 
 def test_an_unmet_requirement_of_an_inferred_verdict_says_nothing_was_written():
