@@ -19,6 +19,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict imp
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_plan import argument_spec, host_options
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_preflight import argument_spec as preflight_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.preflight import warning_text
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options as _role_options
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.action import lint_plan, option, prepare, summarize
@@ -43,6 +44,14 @@ def plan_line(stages, converged, gds):
     else:
         head = "converged: no stage would change anything" if converged else "not converged"
     return "%s; GDS now (%s) %s: %s" % (head, now, gds.get("mode"), gds.get("reason"))
+
+
+def check_mode_verify(stages, require_mode):
+    """What the verify of a host that would change says in check mode, where nothing was installed
+    to prove: the requirement it would hold the host to afterwards, and that nothing is proven."""
+    installs = ", ".join(name for name, s in stages.items() if s.get("changed")) or "nothing"
+    what = "would require %s" % require_mode if require_mode else "would verify the data path"
+    return "check mode: %s after installing %s; not proven" % (what, installs)
 
 
 def stage_failures(stages):
@@ -116,8 +125,11 @@ class ActionModule(ActionBase):
         validate_cufile(gds)
         converged = bool(out.get("converged")) and not stage_failures(stages)
         result.update(changed=False, stages=stages, converged=converged, ansible_facts=out["ansible_facts"])
-        if out.get("warnings") or warnings:
-            result["warnings"] = warnings + list(out.get("warnings") or [])
+        # the stages ran in check mode here; what that leaves unknown is known when a real run installs
+        said = [w for w in out.get("warnings") or []
+                if self._task.check_mode or not warning_text(w).endswith("unknown in check mode")]
+        if said or warnings:
+            result["warnings"] = warnings + said
         failures = []
         if policy is not None:
             failures += ["preflight: " + f for f in _preflight.record(result, gds, policy)]
@@ -128,6 +140,10 @@ class ActionModule(ActionBase):
             if unmet:  # the verify of a converged host: its facts are the fleet report's, as gds_verify's
                 result.update(failed=True, msg=unmet)
                 return result
+        elif not converged and self._task.check_mode:
+            result["check_mode_verify"] = check_mode_verify(stages, args["require_mode"])
+            if args["require_mode"]:  # not judged: the host's verdict is the one before the install
+                gds["require_mode"] = {"mode": args["require_mode"], "proven": args["require_proven"], "met": None}
         if failures:
             msg = "; ".join(failures)
             if not converged and "nothing was changed" not in msg.lower():

@@ -9,13 +9,13 @@ import copy
 from unittest.mock import MagicMock
 
 
-def run_with_module_result(action_module, name, args, module_result, task_vars=None, templar=None):
+def run_with_module_result(action_module, name, args, module_result, task_vars=None, templar=None, check_mode=False):
     """(result, the _execute_module mock) of ``action_module.ActionModule`` run with ``args``
     (``templar``: a real one, for an action that templates the roles' files)."""
     task = MagicMock()
     task.args = args
     task.async_val = 0
-    task.check_mode = False
+    task.check_mode = check_mode
     task.action = name
     plugin = action_module.ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=templar,
                                         shared_loader_obj=None)

@@ -104,6 +104,21 @@ def test_require_mode_waits_for_the_verify_after_the_rollout():
     out = module_result({"mofed": {"changed": True, "failed": False}}, converged=False, gds=facts(mode="unavailable"))
     result, _execute = run_action({"require_mode": "gds"}, out)
     assert not result.get("failed") and result["add_group"] == "gds_rollout"
+    assert "check_mode_verify" not in result and "require_mode" not in result["ansible_facts"]["gds"]
+
+
+@pytest.mark.parametrize("required, says", [
+    ("gds", "check mode: would require gds after installing mofed, cufile; not proven"),
+    ("", "check mode: would verify the data path after installing mofed, cufile; not proven")])
+def test_in_check_mode_a_host_to_change_says_what_its_verify_would_require_and_claims_nothing(required, says):
+    out = module_result({"mofed": {"changed": True, "failed": False}, "nvidia_fs": {"changed": False, "failed": False},
+                         "cufile": {"changed": True, "failed": False}}, converged=False, gds=facts(mode="unavailable"))
+    result, _execute = run_with_module_result(action, "gpudirect.storage.gds_plan", {"require_mode": required}, out,
+                                              check_mode=True)
+    assert not result.get("failed") and result["add_group"] == "gds_rollout"
+    assert result["check_mode_verify"] == says
+    gds = result["ansible_facts"]["gds"]
+    assert gds.get("require_mode") == ({"mode": "gds", "proven": True, "met": None} if required else None)
 
 
 def test_a_cufile_plan_that_libcufile_would_refuse_fails_the_stage(tmp_path):
@@ -132,7 +147,7 @@ def test_bad_options_are_refused_before_the_host_is_touched(args, needle):
 
 def test_module_warnings_are_kept_beside_the_preflight_warnings():
     out = module_result(gds=facts(secure_boot="enabled"))
-    out["warnings"] = ["nvidia-fs versions of the new repository are unknown in check mode"]
+    out["warnings"] = ["probe_path=auto found no mounted file system GDS can serve"]
     result, _execute = run_action({}, out)
     assert result["warnings"] == out["warnings"]
     result, _execute = run_action({"preflight": {}}, out)
