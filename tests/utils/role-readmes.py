@@ -29,6 +29,17 @@ def _paragraphs(value):
     return [_markdown(p) for p in ([value] if isinstance(value, str) else value)]
 
 
+def _tested_note(meta_main):
+    """The comment above ``platforms:`` in meta/main.yml: what was tested on which platform."""
+    with open(meta_main) as handle:
+        text = handle.read()
+    above = text[:text.find("\n  platforms:")].splitlines()
+    comment = []
+    while above and above[-1].strip().startswith("#"):
+        comment.insert(0, above.pop().strip().lstrip("#").strip())
+    return re.sub(r"docs/platforms\.md$", "(docs/platforms.md)", " ".join(comment))
+
+
 def readme(role):
     base = os.path.join(ROOT, "roles", role, "meta")
     with open(os.path.join(base, "argument_specs.yml")) as handle:
@@ -46,6 +57,9 @@ def readme(role):
     lines += ["", "## Platforms", ""]
     for platform in info.get("platforms") or []:
         lines.append("- %s: %s" % (platform["name"], ", ".join(str(v) for v in platform["versions"])))
+    tested = _tested_note(os.path.join(base, "main.yml"))
+    if tested:
+        lines += ["", tested]
     lines += ["", "## Documentation", "",
               "Every option with its type, default and description: `ansible-doc -t role gpudirect.storage.%s`,"
               % role,
