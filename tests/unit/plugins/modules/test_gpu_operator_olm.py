@@ -64,6 +64,18 @@ class FakeSource(object):
         policy["spec"] = cp.apply_patch(policy["spec"], body)
 
 
+@pytest.fixture(autouse=True)
+def kubeconfig(tmp_path, monkeypatch):
+    """A kubeconfig file that exists (the API itself is the fake source)."""
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    monkeypatch.setitem(BASE, "kubeconfig", str(path))
+    return path
+
+
+BASE = {"wait_timeout": 3, "gds": {"version": "2.29.4"}}
+
+
 def no_helm(argv, **kwargs):
     raise CommandError(argv, 127, "", "helm: not installed here")
 
@@ -72,8 +84,7 @@ def run(source, args, warnings=None, **kw):
     """The module's result; ``warnings``: a list that gets the warnings."""
     runner = mock.Mock()
     runner.run.side_effect = no_helm
-    base = {"kubeconfig": "/nonexistent/kubeconfig", "wait_timeout": 3, "gds": {"version": "2.29.4"}}
-    base.update(args)
+    base = dict(BASE, **args)
     with mock.patch.object(mgr, "Runner", return_value=runner), \
             mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=source), \
             mock.patch("ansible.module_utils.basic.AnsibleModule.warn") as warn:
