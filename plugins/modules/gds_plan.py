@@ -177,6 +177,14 @@ preflight_only:
   description: A preflight-only run - the host joined no group (O(select_from_variables)).
   returned: when O(select_from_variables) is true
   type: bool
+check_mode_verify:
+  description:
+    - In check mode, for a host that would change (nothing was installed, so nothing to prove) - what
+      its verify would require after the install, and that nothing is proven. With O(require_mode),
+      C(ansible_facts.gds.require_mode.met) is null (not judged).
+  returned: in check mode, when a stage would change the host
+  type: str
+  sample: "check mode: would require gds after installing mofed, nvidia_fs, cufile; not proven"
 msg:
   description: The plan in one line (stages that would change, GDS now), or why the host failed.
   returned: always
