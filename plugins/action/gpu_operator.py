@@ -26,8 +26,9 @@ MODULE = "gpudirect.storage.gpu_operator"
 def controller_files(args):
     """[(option, index or None, path)] of the controller files the module args name."""
     files = []
-    if args.get("kubeconfig"):
-        files.append(("kubeconfig", None, args["kubeconfig"]))
+    for option in ("kubeconfig", "kubeconfig_path"):  # kubernetes.core's alias too
+        if args.get(option):
+            files.append((option, None, args[option]))
     for index, path in enumerate(args.get("values_files") or []):
         files.append(("values_files", index, path))
     return files

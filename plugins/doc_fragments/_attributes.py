@@ -38,12 +38,13 @@ attributes:
     support: full
 """
 
-    ACTIONGROUP_GDS = r"""
+    # The modules that talk to the Kubernetes API; they share the connection options (_k8s_auth).
+    ACTIONGROUP_K8S = r"""
 options: {}
 attributes:
   action_group:
-    description: Use C(group/gpudirect.storage.gds) in C(module_defaults) to set defaults for this module.
+    description: Use C(group/gpudirect.storage.k8s) in C(module_defaults) to set defaults for this module.
     support: full
     membership:
-      - gpudirect.storage.gds
+      - gpudirect.storage.k8s
 """

@@ -43,7 +43,6 @@ author:
 extends_documentation_fragment:
   - ansible.builtin.files
   - gpudirect.storage._attributes
-  - gpudirect.storage._attributes.ACTIONGROUP_GDS
 attributes:
   check_mode:
     support: full

@@ -38,7 +38,6 @@ extends_documentation_fragment:
   - gpudirect.storage._attributes
   - gpudirect.storage._attributes.FACTS
   - gpudirect.storage._attributes.FACTS_MODULE
-  - gpudirect.storage._attributes.ACTIONGROUP_GDS
 options:
   probe:
     description:

@@ -36,6 +36,8 @@ description:
     either. See C(docs/gds_node_probe.md) for how to check an image.
 extends_documentation_fragment:
   - gpudirect.storage._attributes
+  - gpudirect.storage._attributes.ACTIONGROUP_K8S
+  - gpudirect.storage._k8s_auth
 attributes:
   check_mode:
     support: full
@@ -49,13 +51,6 @@ attributes:
 requirements:
   - kubernetes (Python library)
 options:
-  kubeconfig:
-    description: Path of the kubeconfig on the host running the module. Omitted, C(KUBECONFIG), C(~/.kube/config) or the in-cluster service account.
-    type: path
-  context:
-    description: Kubeconfig context.
-    type: str
-    aliases: [kube_context]
   namespace:
     description:
       - Namespace of the probe pods and their ConfigMap. It must allow hostPath volumes (Pod Security level
@@ -200,6 +195,10 @@ EXAMPLES = r"""
     labels: true
     require_mode: compat
   register: gds_nodes
+
+- name: From an AWX job with a Kubernetes bearer-token credential (K8S_AUTH_HOST, K8S_AUTH_API_KEY, ...)
+  gpudirect.storage.gds_node_probe:
+    probe_path: [/mnt/nvme]
 """
 
 RETURN = r"""

@@ -30,7 +30,6 @@ description:
     stage options come from the roles' variables and defaults.
 extends_documentation_fragment:
   - gpudirect.storage._attributes
-  - gpudirect.storage._attributes.ACTIONGROUP_GDS
 attributes:
   check_mode:
     support: full

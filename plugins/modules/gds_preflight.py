@@ -24,7 +24,6 @@ description:
   - Runs through its action plugin; this file holds its documentation and argument specification.
 extends_documentation_fragment:
   - gpudirect.storage._attributes
-  - gpudirect.storage._attributes.ACTIONGROUP_GDS
 attributes:
   check_mode:
     support: full

@@ -129,6 +129,7 @@ options:
     description: Chart values, merged over O(values_files) like C(helm -f).
     type: dict
     default: {}
+    aliases: [release_values]
   values_files:
     description:
       - Values files, merged in order before O(values).
@@ -200,49 +201,19 @@ options:
         allowed), sent to the host running the module in a 0600 file removed afterwards; with O(remote_src=true), a
         path on that host.
       - Omitted, the environment variable E(K8S_AUTH_KUBECONFIG) of the host running the module (a path there, as
-        with M(kubernetes.core.helm)), else C(KUBECONFIG), C(~/.kube/config) or the in-cluster service account.
+        with M(kubernetes.core.helm)), else the kubernetes client's default (E(KUBECONFIG), C(~/.kube/config)). With
+        none of them and no O(host), the module fails; it never falls back to the pod's service account on its own
+        (see O(in_cluster)).
+      - helm (C(--kubeconfig)) and the API client read the same file. With O(host) or O(in_cluster), that file is
+        written from the options (mode 0600, removed afterwards).
     type: path
+    aliases: [kubeconfig_path]
   kubeconfig_content:
     description:
       - A kubeconfig as a YAML string or a dict, for example from a vault. It is written to a temporary file
         (mode 0600, removed afterwards) and never logged.
-      - Mutually exclusive with O(kubeconfig).
+      - Mutually exclusive with O(kubeconfig), O(host) and O(in_cluster).
     type: raw
-  context:
-    description:
-      - Kubeconfig context (C(helm --kube-context)).
-      - Omitted, the environment variable E(K8S_AUTH_CONTEXT).
-    type: str
-    aliases: [kube_context]
-  host:
-    description:
-      - The Kubernetes API server URL, for example V(https://api.example:6443), instead of a kubeconfig; with
-        O(api_key), O(ca_cert) and O(validate_certs) it becomes a kubeconfig in a 0600 temporary file (removed
-        afterwards) that helm and the API client both read.
-      - Omitted, the environment variable E(K8S_AUTH_HOST).
-      - Mutually exclusive with O(kubeconfig) and O(kubeconfig_content) (also when one of them comes from the
-        environment).
-    type: str
-  api_key:
-    description:
-      - Bearer token for O(host). Never logged.
-      - Omitted, the environment variable E(K8S_AUTH_API_KEY).
-      - Only with O(host) (a warning says it is ignored otherwise).
-    type: str
-  ca_cert:
-    description:
-      - CA certificate of the API server at O(host), a path on the host running the module.
-      - Omitted, the environment variable E(K8S_AUTH_SSL_CA_CERT).
-      - Only with O(host).
-    type: path
-    aliases: [ssl_ca_cert]
-  validate_certs:
-    description:
-      - Whether to verify the API server's certificate at O(host); V(false) skips the check (test clusters only).
-      - Omitted, the environment variable E(K8S_AUTH_VERIFY_SSL), else verified.
-      - Only with O(host).
-    type: bool
-    aliases: [verify_ssl]
   remote_src:
     description:
       - V(false) (default), O(kubeconfig) and O(values_files) are files on the controller, sent to the host running
@@ -253,6 +224,7 @@ options:
     description: helm executable, a name looked up in C(PATH) or an absolute path.
     type: str
     default: helm
+    aliases: [binary_path]
   wait:
     description:
       - Wait for helm (C(--wait) with helm 3, C(--wait=watcher) with helm 4) and then for GDS readiness

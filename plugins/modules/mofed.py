@@ -24,7 +24,6 @@ description:
 extends_documentation_fragment:
   - gpudirect.storage._package_repo
   - gpudirect.storage._attributes
-  - gpudirect.storage._attributes.ACTIONGROUP_GDS
 attributes:
   check_mode:
     support: full

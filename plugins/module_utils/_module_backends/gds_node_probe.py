@@ -34,8 +34,8 @@ except ImportError:  # the module reports missing_required_lib
     HAS_KUBERNETES, IMPORT_ERROR = False, traceback.format_exc()
     API_ERRORS = ()
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_labels as nl
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import node_probe as np
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import auth, node_labels as nl, node_probe as np
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.api_retry import ApiCallFailed
 
 POLL = 0.5
@@ -288,7 +288,7 @@ def _started(pod):
 
 def argument_spec():
     return dict(
-        kubeconfig=dict(type="path"), context=dict(type="str", aliases=["kube_context"]),
+        auth.argument_spec(),
         namespace=dict(type="str", default="gpu-operator"),
         node_selector=dict(type="str", default="nvidia.com/gpu.present=true"),
         nodes=dict(type="list", elements="str"), storage_class=dict(type="str"),
@@ -305,8 +305,7 @@ def argument_spec():
         parallel=dict(type="int", default=32), pod_timeout=dict(type="int", default=300),
         schedule_timeout=dict(type="int", default=60),
         require_mode=dict(type="str", choices=["gds", "p2pdma", "compat"]),
-        require_proven=dict(type="bool", default=True),
-        labels=dict(type="bool", default=False),
+        require_proven=dict(type="bool", default=True), labels=dict(type="bool", default=False),
     )
 
 
@@ -321,13 +320,15 @@ def summarize(nodes, required):
 
 def run(params, check_mode, api=None, clock=time.time, diff=False):
     """(failure message or None, result dict) of one module run."""
-    from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
     problem = np.check_params(params)
     if problem:
         return problem, {"changed": False, "nodes": []}
-    api = api or KubeApi(kw.api_client(params.get("kubeconfig"), params.get("context")))
+    try:  # after the options' own checks: bad input is named before any connection
+        api, warnings = (api, []) if api else auth.connect(params, KubeApi)
+    except auth.AuthError as exc:
+        return str(exc), {"changed": False, "nodes": []}
     result = {"changed": False, "nodes": [], "labels_changed": [], "labels_removed": [], "cleaned_leftovers": [],
-              "summary": summarize([], params.get("require_mode"))}
+              "summary": summarize([], params.get("require_mode")), "warnings": warnings}
     try:
         all_nodes, result["not_meant_for_gds"] = kw.probe_nodes(api, params["node_selector"], params.get("nodes"))
     except ApiCallFailed as exc:

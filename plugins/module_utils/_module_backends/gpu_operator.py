@@ -31,9 +31,10 @@ except ImportError:
     HAS_YAML = False
     YAML_IMPORT_ERROR = traceback.format_exc()
 
-from ansible.module_utils.basic import env_fallback, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.redact import redact_values, secret_strings
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import api_retry as retry
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import auth
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.operator_values import (
     ValuesError, desired_values, option_values, preflight)
@@ -45,6 +46,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner i
 
 def argument_spec():
     return dict(
+        auth.argument_spec(),
         state=dict(type="str", choices=["present", "absent"], default="present", aliases=["release_state"]),
         release_name=dict(type="str", default="gpu-operator", aliases=["name"]),
         release_namespace=dict(type="str", default="gpu-operator", aliases=["namespace"]),
@@ -52,7 +54,7 @@ def argument_spec():
         chart_ref=dict(type="str"),
         chart_repo_url=dict(type="str"),
         chart_version=dict(type="str"),
-        values=dict(type="dict", default={}),
+        values=dict(type="dict", default={}, aliases=["release_values"]),
         values_files=dict(type="list", elements="path", default=[]),
         show_values=dict(type="bool", default=False),
         gds=dict(type="dict", default={}, options=dict(
@@ -63,17 +65,10 @@ def argument_spec():
         driver=dict(type="dict", default={}, options=dict(
             version=dict(type="str"),
             kernel_module_type=dict(type="str", choices=["auto", "open", "proprietary"]))),
-        # Cluster credentials as kubernetes.core takes them, K8S_AUTH_* of the host running the module
-        # as fallbacks. Paths: the action plugin brings controller files over unless remote_src.
-        kubeconfig=dict(type="path", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
+        # The action plugin brings a controller kubeconfig over unless remote_src.
         kubeconfig_content=dict(type="raw", no_log=True),
-        context=dict(type="str", aliases=["kube_context"], fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
-        host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
-        api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
-        ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
-        validate_certs=dict(type="bool", aliases=["verify_ssl"], fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
         remote_src=dict(type="bool", default=False),
-        helm_binary=dict(type="str", default="helm"),
+        helm_binary=dict(type="str", default="helm", aliases=["binary_path"]),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="raw", default=600),
         rollback_on_failure=dict(type="bool", default=True),
@@ -102,24 +97,6 @@ def _yaml_dump(data):
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-HOST_ONLY = ("api_key", "ca_cert", "validate_certs")  # they describe the cluster named by host
-
-
-def host_kubeconfig(host, api_key=None, ca_cert=None, validate_certs=None, context=None):
-    """A kubeconfig (dict) for helm and the API client from kubernetes.core's host / api_key /
-    ca_cert / validate_certs; its one context is named ``context`` (so --kube-context finds it)."""
-    cluster = {"server": host}
-    if validate_certs is False:
-        cluster["insecure-skip-tls-verify"] = True
-    elif ca_cert:
-        cluster["certificate-authority"] = ca_cert
-    name = context or "gpu-operator"
-    return {"apiVersion": "v1", "kind": "Config", "current-context": name,
-            "clusters": [{"name": name, "cluster": cluster}],
-            "users": [{"name": name, "user": {"token": api_key} if api_key else {}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]}
-
-
 class GpuOperatorManager(object):
     def __init__(self, module, runner=None, source_factory=None, clock=time.monotonic, sleep=None):
         self.module, self.params = module, module.params
@@ -145,25 +122,19 @@ class GpuOperatorManager(object):
                 pass
 
     def _kubeconfig(self):
-        params = self.params
-        content, host = params.get("kubeconfig_content"), params.get("host")
-        if host and (content or params.get("kubeconfig")):  # an environment fallback met an option
-            raise ModuleFailure("host (K8S_AUTH_HOST) and %s (K8S_AUTH_KUBECONFIG) both name the cluster; set one"
-                                % ("kubeconfig_content" if content else "kubeconfig"))
-        if host:
-            config = host_kubeconfig(host, params.get("api_key"), params.get("ca_cert"), params.get("validate_certs"),
-                                     params.get("context"))
-            if not params.get("context"):
-                params["context"] = config["current-context"]
-            return self._tmp_file(json.dumps(config), ".kubeconfig")
-        ignored = [name for name in HOST_ONLY if params.get(name) is not None]
-        if ignored:
-            self.module.warn("%s apply only with host (K8S_AUTH_HOST); ignored: the kubeconfig says how to reach "
-                             "the cluster" % ", ".join(ignored))
-        if content:
-            text = content if isinstance(content, str) else json.dumps(content)
-            return self._tmp_file(text, ".kubeconfig")
-        return params.get("kubeconfig")
+        """The kubeconfig file helm and the API client both read (None: the client's default);
+        one built from host / in_cluster or kubeconfig_content is a 0600 temporary file."""
+        try:
+            access = auth.cluster_access(self.params, self.params.get("kubeconfig_content"))
+        except auth.AuthError as exc:
+            raise ModuleFailure(str(exc))
+        for warning in access.warnings:
+            self.module.warn(warning)
+        self.params["context"] = access.context
+        if access.config is None:
+            return access.kubeconfig
+        return self._tmp_file(access.config if isinstance(access.config, str) else json.dumps(access.config),
+                              ".kubeconfig")
 
     def _load_values_files(self):
         files = []
@@ -185,8 +156,8 @@ class GpuOperatorManager(object):
         if not kw.HAS_KUBERNETES:
             raise ModuleFailure(missing_required_lib("kubernetes"), exception=kw.KUBERNETES_IMPORT_ERROR)
         try:
-            client = kw.api_client(kubeconfig, self.params.get("context"))
-        except Exception as exc:
+            client = auth.api_client(auth.ClusterAccess(kubeconfig=kubeconfig, context=self.params.get("context")))
+        except Exception as exc:  # pylint: disable=broad-except  # the client's ConfigException, an unreadable file
             raise ModuleFailure("cannot load the kubeconfig / cluster credentials: %s" % exc)
         return kw.KubeSource(client, self.params["release_namespace"])
 

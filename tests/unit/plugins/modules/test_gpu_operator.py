@@ -125,6 +125,7 @@ def run(helm, args, state=None, **kw):
     base.update(args)
     base = {k: v for k, v in base.items() if v is not None}
     with mock.patch.object(mgr, "Runner", return_value=runner), \
+            mock.patch.object(mgr.auth, "default_kubeconfig_exists", return_value=True), \
             mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=FakeSource(state or HEALTHY)):
         return run_module(gpu_operator.main, base, **kw)
 

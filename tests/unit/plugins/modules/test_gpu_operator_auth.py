@@ -63,7 +63,7 @@ def test_host_and_token_become_a_0600_kubeconfig(env, args, cluster):
     assert mode == 0o600 and not os.path.exists(path)
     assert config["clusters"][0]["cluster"] == cluster
     assert config["users"][0]["user"] == {"token": "t0ken-abc"}
-    assert config["current-context"] == context == "gpu-operator"
+    assert config["current-context"] == context == "gpudirect-storage"
     assert "t0ken-abc" not in json.dumps(res)
 
 
