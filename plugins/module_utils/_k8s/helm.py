@@ -22,7 +22,6 @@ through one 0600 file written by the caller, never through ``--set`` strings.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import shlex
@@ -142,18 +141,6 @@ def parse_duration(value):
 
 
 # --- values --------------------------------------------------------------------------------
-def merge_values(base, override):
-    """helm's merge of user values (-f a -f b): maps merge recursively, anything else
-    (lists, scalars, null) replaces."""
-    result = copy.deepcopy(base) if isinstance(base, dict) else {}
-    for key, value in (override or {}).items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = merge_values(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
 def normalize(values):
     """JSON round trip, so Ansible-native types compare like helm's JSON output."""
     return json.loads(json.dumps(values or {}, sort_keys=True, default=str))

@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 import re
 
+from ansible.module_utils.common.dict_transformations import dict_merge  # helm -f: maps merge, the rest replaces
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import os_policy
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.helm import merge_values
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import (
     gpu_candidates, node_config, node_os, os_text)
 
@@ -117,10 +117,10 @@ def desired_values(files, values, options):
             continue
         if not isinstance(content, dict):
             raise ValuesError("values_files: %s does not hold a mapping of values" % name)
-        merged = merge_values(merged, content)
+        merged = dict_merge(merged, content)
     if values is not None and not isinstance(values, dict):
         raise ValuesError("values must be a dictionary")
-    merged = merge_values(merged, values or {})
+    merged = dict_merge(merged, values or {})
     opts, sources = option_values(options)
     for value_path, option in sources.items():
         have, found = _get(merged, value_path)
@@ -128,7 +128,7 @@ def desired_values(files, values, options):
         if found and have is not None and str(have).lower() != str(want).lower():
             raise ValuesError("option %s: %s contradicts values %s: %s; set it in one place only"
                               % (option, yaml_scalar(want), ".".join(value_path), yaml_scalar(have)))
-    result = merge_values(merged, opts)
+    result = dict_merge(merged, opts)
     if _get(result, ("gds", "enabled"))[0] is None:
         _set(result, ("gds", "enabled"), True)  # the module's default, unlike the chart's
     for path in SWITCHES:

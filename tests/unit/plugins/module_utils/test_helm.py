@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from ansible.module_utils.common.dict_transformations import dict_merge
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import helm as h
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import outcome as oc
@@ -113,10 +114,11 @@ def test_parse_duration_message_in_yaml_terms():
     assert str(err.value).endswith('not "ten"')
 
 
-def test_merge_values_like_helm():
+def test_ansibles_dict_merge_merges_values_like_helm():
+    """operator_values merges values files and values with ansible's dict_merge: helm -f's rule."""
     base = {"gds": {"enabled": False, "env": [{"name": "A"}]}, "driver": {"version": "1"}}
     over = {"gds": {"enabled": True, "env": []}, "driver": None}
-    assert h.merge_values(base, over) == {"gds": {"enabled": True, "env": []}, "driver": None}
+    assert dict_merge(base, over) == {"gds": {"enabled": True, "env": []}, "driver": None}
     assert base["gds"]["enabled"] is False  # inputs untouched
 
 
