@@ -14,7 +14,6 @@ models. ``parse_selector`` is part of this module's API too (the gpu_operator fl
 from __future__ import annotations
 
 import json
-import os
 import queue
 import threading
 import time
@@ -22,7 +21,6 @@ import traceback
 
 try:
     from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
     from kubernetes.client.exceptions import ApiException
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
@@ -31,6 +29,7 @@ except ImportError:
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
     ApiException = Exception
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import auth
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.readiness import (
     DRIVER_SELECTOR, GPU_LABEL, evaluate, gds_node_split, node_results, parse_selector, probe_selection)
 
@@ -76,11 +75,10 @@ def probe_nodes(api, selector, names=None):
 
 # --- I/O: list + watch -----------------------------------------------------------------------
 def api_client(kubeconfig=None, context=None):
-    """A kubernetes ApiClient from a kubeconfig path / $KUBECONFIG / ~/.kube/config, or in-cluster."""
-    if kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
-        return k8s_config.new_client_from_config(config_file=kubeconfig, context=context, persist_config=False)
-    k8s_config.load_incluster_config()
-    return k8s_client.ApiClient()
+    """A kubernetes ApiClient from a kubeconfig path / $KUBECONFIG / ~/.kube/config (never the
+    pod's in-cluster account); _k8s.auth.AuthError says why there is none. Modules with the
+    whole set of connection options use _k8s.auth.connect."""
+    return auth.connect({"kubeconfig": kubeconfig, "context": context})[0]
 
 
 class KubeSource(object):
