@@ -47,8 +47,8 @@ def names(lab):
 
 def fatal_messages(out):
     """msg of every failed task (JSON result format)."""
-    return [json.loads(m.group(1)).get("msg", "") for m in re.finditer(r"^fatal: \[[^\]]+\]: FAILED! => (\{.*\})$",
-                                                                         out, re.M)]
+    fatal = re.compile(r"^fatal: \[[^\]]+\]: FAILED! => (\{.*\})$", re.M)
+    return [json.loads(m.group(1)).get("msg", "") for m in fatal.finditer(out)]
 
 
 def assert_stopped_before_any_host_task(out):
@@ -97,7 +97,6 @@ def test_3_a_canary_that_is_no_gds_host_stops_the_run_before_any_host_task(fleet
     assert_stopped_before_any_host_task(out)
     messages = " ".join(fatal_messages(out))
     assert "gds_canary" in messages and "gpu-z99" in messages and "gds_hosts" in messages, messages
-
 
 
 def test_4_a_gds_serial_ansible_cannot_read_stops_the_run_naming_the_element_and_the_forms(fleet):
