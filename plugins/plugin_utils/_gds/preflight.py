@@ -161,10 +161,10 @@ def record(result, gds, policy):
     failures = [r["why"] for r in rows if r["status"] == "failed"]
     warnings = [r["why"] for r in rows if r["status"] == "warning"]
     result["preflight"] = {"failures": failures, "warnings": warnings, "checks": rows, "table": table(rows)}
-    if result.get("warnings") and any(r["check"] == "os" and r["status"] == "warning" for r in rows):
-        # a plan's nvidia_fs stage said the same of the OS: one warning, the one naming the variable
-        result["warnings"] = [w for w in result["warnings"]
-                              if not warning_text(w).endswith(_nvfs.UNSUPPORTED_OS_GOING_ON)]
+    if any(warning_text(w).endswith(_nvfs.UNSUPPORTED_OS_GOING_ON) for w in result.get("warnings") or []):
+        # a plan's nvidia_fs stage said the same of the OS, in the words its rollout task will use
+        # again: Ansible shows one text once per run, so that one is the only OS warning
+        warnings = [r["why"] for r in rows if r["status"] == "warning" and r["check"] != "os"]
     if warnings:
         result["warnings"] = list(result.get("warnings") or []) + warnings
     return failures
