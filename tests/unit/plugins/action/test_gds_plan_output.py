@@ -26,3 +26,12 @@ def test_nothing_was_changed_is_said_once():
     result, _execute = run_action({}, out)
     assert result["failed"] is True
     assert result["msg"].lower().count("nothing was changed") == 1, result["msg"]
+
+
+def test_a_run_not_in_check_mode_hears_nothing_of_check_mode_from_the_plan():
+    """The plan runs the stages in check mode; what that hides (the new repository's versions) is
+    known when the rollout adds the repository, so a real run has nothing to be warned of."""
+    out = module_result({"nvidia_fs": {"changed": True, "failed": False}}, converged=False)
+    out["warnings"] = ["nvidia-fs versions of the new repository are unknown in check mode", "other"]
+    result, _execute = run_action({}, out)
+    assert result["warnings"] == ["other"]
