@@ -17,7 +17,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.dataloader import DataLoader
 from ansible.utils.vars import combine_vars
 
-from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.role_vars import ROLES_DIR
+from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.role_vars import ROLES_DIR, role_specs
 
 # role: (the gds_plan option it fills, {module option: role variable}), as the role's task passes
 # them. Left out on purpose: nvidia_fs's mok_key_passphrase (planning never signs), gds_preflight's
@@ -64,15 +64,13 @@ _FILES = {}
 
 
 def role_files(role):
-    """(the options of the role's argument spec ``main``, the role's defaults), read once per process."""
+    """(the options of the role's argument spec ``main``, the role's defaults), read once per process.
+    The argument spec is plain data (role_vars reads it); the defaults may be templates."""
     if role not in _FILES:
-        loader = DataLoader()
-
-        def load(*parts):
-            path = os.path.join(ROLES_DIR, role, *parts)
-            return loader.load_from_file(path, trusted_as_template=True) if os.path.exists(path) else None
-        specs = (load("meta", "argument_specs.yml") or {}).get("argument_specs") or {}
-        _FILES[role] = ((specs.get("main") or {}).get("options") or {}, load("defaults", "main.yml") or {})
+        path = os.path.join(ROLES_DIR, role, "defaults", "main.yml")
+        defaults = DataLoader().load_from_file(path, trusted_as_template=True) if os.path.exists(path) else None
+        options = ((role_specs().get(role) or {}).get("main") or {}).get("options") or {}
+        _FILES[role] = (options, defaults or {})
     return _FILES[role]
 
 
