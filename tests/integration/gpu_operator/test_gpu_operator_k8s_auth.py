@@ -75,8 +75,8 @@ def _play(rig, env, playbook, **extra):
     try:
         data = json.loads(res.stdout)
     except ValueError:
-        raise AssertionError("no JSON from ansible-playbook (rc=%d):\n%s\n%s" % (res.returncode, res.stdout[-3000:],
-                                                                                res.stderr[-3000:]))
+        raise AssertionError("no JSON from ansible-playbook (rc=%d):\n%s\n%s"
+                             % (res.returncode, res.stdout[-3000:], res.stderr[-3000:]))
     tasks = {t["task"]["name"].split(".")[-1]: t["hosts"]["localhost"] for play in data["plays"]
              for t in play["tasks"]}
     return res.returncode, tasks, res.stdout + res.stderr
@@ -108,7 +108,7 @@ def test_module_defaults_per_group_and_kubernetes_core_names(rig):
 
 
 def test_no_credentials_fail_before_helm_or_the_api_is_asked(rig):
-    playbook = PLAYBOOK.split("  module_defaults:")[0] + "  tasks:" + PLAYBOOK.split("  tasks:")[1]
+    playbook = PLAYBOOK.split("  module_defaults:", maxsplit=1)[0] + "  tasks:" + PLAYBOOK.split("  tasks:")[1]
     rc, tasks, out = _play(rig, _pod_env(rig), playbook, chart=CHART, helm=rig.helm,
                            cufile_path=os.path.join(rig.tmp, "cufile.json"))
     assert rc != 0
