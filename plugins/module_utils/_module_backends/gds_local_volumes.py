@@ -10,6 +10,7 @@ missing and each PV created or patched; check mode stops before the writes.
 
 from __future__ import annotations
 
+import json
 import traceback
 
 try:
@@ -32,8 +33,8 @@ class VolumeApi(object):
         self.storage = k8s_client.StorageV1Api(api_client)
 
     def _get(self, resource, call, name):
-        try:
-            return KubeApi._call("read", resource, call, name)  # pylint: disable=protected-access
+        try:  # "get" (the RBAC verb) comes back as text
+            return json.loads(KubeApi._call("get", resource, call, name))  # pylint: disable=protected-access
         except ApiCallFailed as exc:
             if exc.status == 404:
                 return None
