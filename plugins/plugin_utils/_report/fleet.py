@@ -21,7 +21,8 @@ Record of one host (``gds-fleet.json`` ``hosts[]``)::
     gpus, failed_checks[{check, detail}],
     failure{play, task, role, action, msg} (what stopped the host), recovered, reboot_pending,
     source (where the verdict came from: ``ssh`` - gds_facts on the host - or ``kubernetes`` -
-    a gds_node_probe pod on the node), pod (the probe pod, Kubernetes nodes only)
+    a gds_node_probe pod on the node), pod (the probe pod, Kubernetes nodes only), volume (the PV a
+    node was proven through, with gds_node_probe's storage_class)
 """
 
 from __future__ import annotations
@@ -292,7 +293,9 @@ def k8s_record(node):
     rec = build_record(node.get("name") or "?", node if node.get("mode") and not failure else None, journal)
     if failure:
         rec["mode"] = "failed"
-    rec.update(source="kubernetes", pod=node.get("pod"))
+    vol = node.get("volume") or {}  # proven through a claim (gds_node_probe storage_class)
+    rec.update(source="kubernetes", pod=node.get("pod"), volume="PV %s (%s, StorageClass %s)" % (
+        vol["pv"], vol.get("path"), vol.get("storage_class")) if vol.get("pv") else None)
     return rec
 
 

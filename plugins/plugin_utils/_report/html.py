@@ -204,6 +204,8 @@ def _row(rec):
     source = _e(rec.get("source", "ssh"))
     if rec.get("pod"):
         source = Markup('%s <span class="reason">%s</span>' % (source, _e(rec["pod"])))
+    if rec.get("volume"):
+        source = Markup('%s <span class="reason">%s</span>' % (source, _e(rec["volume"])))
     cells = [
         ("host", rec["host"], rec["host"], "host"),
         ("source", rec.get("source", "ssh"), source, ""),

@@ -23,7 +23,7 @@ Modes: {{ s.by_mode | counts or "none" }}. Run status: {{ s.by_status | counts o
 | throughput mode GB/s w / r | driver | nvidia_fs | libcufile | MOFED | reason |
 | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- |
 {% for r in report.hosts %}
-| {{ [r.host, r.source or "ssh", r.status, r.mode, r.throughput.write_gbps | gbps, r.throughput.read_gbps | gbps,
+| {{ [r.host, (r.source or "ssh") ~ (" via " ~ r.volume if r.volume else ""), r.status, r.mode, r.throughput.write_gbps | gbps, r.throughput.read_gbps | gbps,
       r.storage | pair, (r.storage or no_storage) | ratio, r.tuned | pair, r.versions | driver,
       r.versions.nvidia_fs, r.versions.libcufile, r.versions.ofed,
       "" if r.mode == "gds" and r.status == "ok" else r.reason] | map("cell") | join(" | ") }} |
