@@ -21,7 +21,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/lab/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help venv deps aptrepo collection-link lab-up lab-down lab-status demo test test-unit test-security \
+.PHONY: help venv deps aptrepo collection-link lab-up lab-down lab-status lab-inventory demo test test-unit test-security \
         test-sanity test-lint test-k8s test-system bench bench-k8s build lock ansible-test-offline clean demo-k8s
 
 help:
@@ -30,6 +30,7 @@ help:
 	@echo "make test        every test: unit, sanity, lint, lab, molecule, integration (pytest summary last)"
 	@echo "make venv        controller virtualenv from requirements/controller.txt"
 	@echo "make lab-up N=3  bring up N Debian 12 lab hosts ($(LAB_NAME)-01 ...); make lab-down tears them down"
+	@echo "make lab-inventory DEST=dir  the running lab as an inventory of your own (see README: your own fleet)"
 	@echo "make bench       benchmarks on the lab (BENCH_SIZES=$(BENCH_SIZES); the full run: BENCH_SIZES=3,20,50,100), results in bench/RESULTS.md"
 
 $(BIN)/.stamp: requirements/controller.txt
@@ -60,6 +61,12 @@ lab-down:
 
 lab-status:
 	$(LAB) status --name $(LAB_NAME)
+
+# The running lab as an inventory of your own (hosts, SSH key and known_hosts, the re-rooted /proc,
+# the lab repository's URL, cufile_version, ...), for the collection installed from its tarball
+lab-inventory:
+	@test -n "$(DEST)" || { echo "make lab-inventory DEST=<directory>, e.g. DEST=~/gds-fleet/inventory"; exit 2; }
+	$(BIN)/python lab/lab_inventory.py --lab "lab $(LAB_NAME)" --lab-inventory $(LAB_INVENTORY) $(DEST)
 
 demo: venv lab-up
 	$(BIN)/ansible-playbook lab/prepare.yml

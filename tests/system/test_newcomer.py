@@ -257,13 +257,7 @@ def test_7_the_rollout_goes_canary_first_in_inventory_order_past_an_unreachable_
     assert "ghost" in [r["host"] for r in rows]
 
 
-def test_8_install_from_the_tarball_uses_the_installed_copy(prod):
-    rc, out = prod.sh(block_with("ansible-galaxy collection install"))
-    assert rc == 0, out[-4000:]
-    assert "Nothing to do" not in out
-    installed = prod.file("collections", "ansible_collections", "gpudirect", "storage", "MANIFEST.json")
-    assert os.path.isfile(installed)
-    assert "gds_facts" in out  # ansible-doc found the module
+# The install from the tarball, from a directory of one's own: tests/system/test_readme_steps.py
 
 
 def test_9_nothing_left_behind(clone):
