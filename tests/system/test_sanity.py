@@ -146,7 +146,7 @@ def test_galaxy_build_produces_tarball(tmp_path):
         names = tar.getnames()
     assert "galaxy.yml" not in names and "MANIFEST.json" in names
     assert any(n.startswith("plugins/module_utils/_common/runner.py") for n in names)
-    assert not any(n.startswith(("build/", ".venv", "tests/output", "molecule/")) for n in names)
+    assert not any(n.startswith(("build/", ".venv", "tests/output", "extensions/")) for n in names)
 
 
 def test_changelog_fragments_lint():

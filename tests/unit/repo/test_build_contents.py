@@ -127,6 +127,6 @@ def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
     assert not [n for n in names if n.startswith(("ee/", "docs/site/"))]
     inventories = [n for n in names if n.startswith("inventories/")]
     assert inventories and all(n.startswith("inventories/example/") for n in inventories), inventories
-    assert not [n for n in names if "fixtures" in n or n.startswith(("lab/", "bench/", "molecule/"))]
+    assert not [n for n in names if "fixtures" in n or n.startswith(("lab/", "bench/", "extensions/"))]
     assert "plugins/modules/cufile_config.py" in names and "schemas/cufile-1.15.schema.json" in names
     assert "roles/nvidia_fs/meta/argument_specs.yml" in names and "playbooks/site.yml" in names
