@@ -170,6 +170,8 @@ preflight:
   description:
     - The failed preflight checks and the warnings; C(checks) and C(table), the row of each check
       (as M(gpudirect.storage.gds_preflight) returns them).
+    - A failed plan holds C(failures) and C(table) only, beside C(msg) and the failed C(stages), and
+      no C(ansible_facts) (a converged host that misses O(require_mode) keeps its whole result).
   returned: when O(preflight) is set
   type: dict
 preflight_only:

@@ -106,6 +106,7 @@ preflight:
     - The failed checks and the warnings, one message each; C(checks), one row per check
       (C(check), C(status) - V(passed), V(failed), V(warning) or V(skipped) - and C(why)), and
       C(table), the rows as lines for a person.
+    - A failed result holds C(failures) and C(table) only, beside C(msg), and no C(ansible_facts).
   returned: always
   type: dict
   sample: {failures: [], warnings: ["Debian 12 is not a supported GDS host OS (...)"],
