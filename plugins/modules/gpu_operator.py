@@ -358,7 +358,8 @@ operator:
 release:
   description:
     - The release after the run (before it in check mode). C(status) is V(absent) when not installed.
-    - Empty when the operator is not a helm release (RV(install_method) V(olm) or V(clusterpolicy)).
+    - C(status) is V(none) (and C(name) null) when the operator is not a helm release (RV(install_method) V(olm) or
+      V(clusterpolicy)).
   returned: always
   type: dict
   sample: {name: gpu-operator, namespace: gpu-operator, revision: 3, chart: gpu-operator-v26.7.0,

@@ -90,8 +90,8 @@ def _claim(namespace, subscription, csv_name, csv):
 def claim_text(claim):
     """'OLM Subscription S (CSV C) in namespace N' / 'OLM CSV C in namespace N'."""
     if claim["subscription"]:
-        return "OLM Subscription %s (CSV %s) in namespace %s" % (claim["subscription"], claim["csv"] or "none yet",
-                                                                  claim["namespace"])
+        return "OLM Subscription %s (CSV %s) in namespace %s" % (
+            claim["subscription"], claim["csv"] or "none yet", claim["namespace"])
     return "OLM CSV %s in namespace %s" % (claim["csv"], claim["namespace"])
 
 
@@ -231,8 +231,8 @@ def spec_problems(spec, leaves):
         repository, image, version = (gds.get(key) or "" for key in ("repository", "image", "version"))
         digest_only = image and not repository and not version
         if not digest_only and not (repository and image and version):
-            missing = ", ".join("gds.%s" % key for key, value in (("repository", repository), ("image", image),
-                                                                   ("version", version)) if not value)
+            fields = (("repository", repository), ("image", image), ("version", version))
+            missing = ", ".join("gds.%s" % key for key, value in fields if not value)
             problems.append("GDS on needs the nvidia-fs image in the ClusterPolicy: %s not set (the operator "
                             "installed by OLM has no GDS_IMAGE default); set gds.version (for example 2.29.4; "
                             "repository and image default to %s/%s)" % (missing, GDS_IMAGE_DEFAULTS[0][1],

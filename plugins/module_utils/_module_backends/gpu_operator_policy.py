@@ -24,6 +24,7 @@ ModuleFailure = helm_flow.ModuleFailure
 MUTUALLY_EXCLUSIVE = helm_flow.MUTUALLY_EXCLUSIVE
 REQUIRED_IF = []  # chart_ref: only a helm install needs it (the helm sequence says so)
 CHART_ONLY = ("chart_ref", "chart_repo_url", "chart_version")
+NO_RELEASE = {"name": None, "namespace": None, "status": "none"}  # the result's release, where helm has none
 OPTIONS = ("gds", "rdma", "driver")
 
 
@@ -133,7 +134,7 @@ class GpuOperatorManager(helm_flow.GpuOperatorManager):
             errors.append("CSV %s is in phase Failed: the operator is not running" % found["olm"]["csv"])
         for text in pre["warnings"]:
             self.module.warn(text)
-        self.result.update(changed=bool(patch), reasons=reasons, release={}, helm_version="", commands=[],
+        self.result.update(changed=bool(patch), reasons=reasons, release=NO_RELEASE, helm_version="", commands=[],
                            operator=dict({"cluster_policy": name, "namespace": namespace}, **self._olm_report(found)))
         if errors:
             raise ModuleFailure("preflight failed, nothing was changed: " + "; ".join(errors), changed=False,
@@ -186,4 +187,3 @@ class GpuOperatorManager(helm_flow.GpuOperatorManager):
                 msg += "; putting ClusterPolicy %s back FAILED: %s" % (name, retry.status_text(exc))
         raise ModuleFailure(msg, changed=bool(patch), cluster_policy=(evaluation or {}).get("cluster_policy", {}),
                             **dict(self._report_extra(), **kw.node_results(pre["nodes"], evaluation)))
-

@@ -99,7 +99,7 @@ def test_patch_once_then_nothing_to_do():
     source = FakeSource(olm_state())
     res = run(source, {})
     assert not res.get("failed") and res["changed"] is True, res
-    assert res["install_method"] == "olm" and res["release"] == {} and res["commands"] == []
+    assert res["install_method"] == "olm" and res["release"]["status"] == "none" and res["commands"] == []
     assert res["operator"]["csv"] == "gpu-operator-certified.v26.7.0" and res["operator"]["namespace"] == NS
     assert source.patches == [("gpu-cluster-policy", {"spec": {"gds": {
         "enabled": True, "version": "2.29.4", "repository": "nvcr.io/nvidia/cloud-native", "image": "nvidia-fs"}}})]
