@@ -44,8 +44,8 @@ def volumes_from_facts(node_facts):
         storage = (node_facts[node] or {}).get("storage") or {}
         paths = storage.get("probe_paths") or []
         if not paths:
-            skipped.append({"node": node, "path": None, "why": "no storage facts: run gds_facts (probe_path: auto) "
-                                                                 "on the host first"})
+            skipped.append({"node": node, "path": None,
+                            "why": "no storage facts: run gds_facts (probe_path: auto) on the host first"})
         for mount in (storage.get("auto") or {}).get("skipped") or []:  # what probe_path: auto left out, and why
             skipped.append({"node": node, "path": mount.get("mount_point"), "why": mount.get("why")})
         for info in paths:
@@ -66,9 +66,8 @@ def volumes_from_facts(node_facts):
             if why:
                 skipped.append({"node": node, "path": info.get("path"), "why": why})
                 continue
-            volumes.append({"node": node, "path": info["path"], "capacity": capacity_text(size),
-                            "source": "gds_facts: %s on %s (%s)" % (info.get("fstype"), info.get("block_device"),
-                                                                   cls.get("kind"))})
+            source = "gds_facts: %s on %s (%s)" % (info.get("fstype"), info.get("block_device"), cls.get("kind"))
+            volumes.append({"node": node, "path": info["path"], "capacity": capacity_text(size), "source": source})
     return volumes, skipped
 
 

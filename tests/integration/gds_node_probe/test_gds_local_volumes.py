@@ -43,8 +43,8 @@ def setup(cluster):
     tmp = cluster.tmp
     data = {"gpu-a": os.path.join(tmp, "gpu-a", "mnt", "nvme1"), "gpu-b": os.path.join(tmp, "gpu-b", "mnt", "nvme0")}
     loop = os.path.join(tmp, "gpu-a", "mnt", "scratch")
-    envs = {"gpu-a": fake_gpu_host(os.path.join(tmp, "gpu-a"), [("/dev/nvme1n1", data["gpu-a"], "xfs"),
-                                                                 ("/dev/loop0", loop, "ext4")]),
+    envs = {"gpu-a": fake_gpu_host(os.path.join(tmp, "gpu-a"),
+                                   [("/dev/nvme1n1", data["gpu-a"], "xfs"), ("/dev/loop0", loop, "ext4")]),
             "gpu-b": fake_gpu_host(os.path.join(tmp, "gpu-b"), [("/dev/nvme0n1", data["gpu-b"], "ext4")])}
     inventory = os.path.join(tmp, "inventory.json")
     with open(inventory, "w") as handle:

@@ -25,8 +25,8 @@ def test_only_nvme_data_mounts_become_volumes_with_the_file_system_size():
     volumes, left = lv.volumes_from_facts({"gpu-b": _facts(NVME, root, lustre, loop), "gpu-a": {}})
     assert volumes == [{"node": "gpu-b", "path": "/mnt/nvme0", "capacity": "3576Gi",
                         "source": "gds_facts: xfs on nvme0n1 (nvme)"}]
-    assert [(x["node"], x["path"]) for x in left] == [("gpu-a", None), ("gpu-b", "/var/tmp"), ("gpu-b", "/lustre"),
-                                                     ("gpu-b", "/mnt/gds")]
+    assert [(x["node"], x["path"]) for x in left] == [
+        ("gpu-a", None), ("gpu-b", "/var/tmp"), ("gpu-b", "/lustre"), ("gpu-b", "/mnt/gds")]
     assert "root file system" in left[1]["why"] and "not a node-local volume" in left[2]["why"]
     assert left[3]["why"] == "a loop device"
 
