@@ -64,6 +64,8 @@ def report_run(request):
     done = subprocess.run([PLAYBOOK, "-i", "hosts.yml", "leak.yml"], cwd=base, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
     assert ("the run ended before its report play" in done.stdout) == (request.param == "fallback report"), done.stdout
+    if request.param == "fallback report":  # the callback's default place: beside the inventory (hosts.yml)
+        report_dir = os.path.join(base, "reports", "hosts")
     yield {"base": base, "dir": report_dir, "journal": journal, "output": done.stdout}
     subprocess.run(["rm", "-rf", "--", base], check=False)
 

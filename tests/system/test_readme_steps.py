@@ -67,9 +67,8 @@ def recap(out):
 
 def test_the_quick_start_and_your_own_fleet_steps_roll_out_the_lab_from_an_own_directory(clone):
     quick_start = section_blocks("Quick start")
-    assert quick_start == ["make demo   # venv + 3 real Debian 12 lab hosts + playbooks/site.yml + verify.yml; prints the "
-                           "fleet report and where it is\n"]
-    rc, out = paste(clone, quick_start[0])
+    assert quick_start[0].startswith("make demo ")
+    rc, out = paste(clone, "\n".join(quick_start))
     assert rc == 0, out[-6000:]
     own = section_blocks("Your own fleet")
     assert own, "no steps"
