@@ -47,7 +47,7 @@ options:
         M(gpudirect.storage.gds_report) action uses (C(reports/<inventory name>) beside the
         inventory, never the current directory; see its O(gpudirect.storage.gds_report#module:dest)).
         Keep it equal to the role's C(gds_report_dir), which defaults to the same environment variable.
-    type: path
+    type: str  # not path: Ansible would read an empty GDS_REPORT_DIR as the current directory
     env:
       - name: GDS_REPORT_DIR
     ini:

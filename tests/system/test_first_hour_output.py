@@ -143,6 +143,25 @@ def test_10_demo_k8s_says_the_same_of_gds_readiness_twice(tmp_path):
     assert counted and len(listed) == int(counted.group(1)), (listed, counted and counted.group(0))
 
 
+def test_9_an_empty_gds_report_dir_is_unset_never_the_current_directory(tmp_path):
+    """A run that ends before its report play: the callback's fallback report goes beside the
+    inventory, also when GDS_REPORT_DIR is set but empty (Ansible reads an empty path as ".")."""
+    inv = tmp_path / "fleet"
+    inv.mkdir()
+    (inv / "hosts.yml").write_text("all:\n  children:\n    gds_hosts:\n      hosts:\n        one: {ansible_connection: local, "
+                                   "ansible_python_interpreter: %s}\n" % sys.executable)
+    play = tmp_path / "play.yml"
+    play.write_text("- hosts: gds_hosts\n  gather_facts: false\n  tasks:\n    - ansible.builtin.fail: {msg: boom}\n"
+                    "- hosts: localhost\n  gather_facts: false\n  roles: [gpudirect.storage.gds_report]\n")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    res = run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", str(inv), str(play)], check=False, cwd=str(cwd),
+              env={"GDS_REPORT_DIR": ""})
+    assert "the run ended before its report play" in res.stdout, res.stdout[-3000:]
+    assert os.listdir(str(cwd)) == []
+    assert os.path.isfile(str(tmp_path / "reports" / "fleet" / "gds-fleet.json")), res.stdout[-3000:]
+
+
 def test_9_each_inventory_has_its_own_report_saying_which_run_wrote_it(lab, tmp_path):
     names = [h["name"] for h in lab.hosts]
     fleet_a = own_inventory(tmp_path, lab, "fleet-a", names[:1])

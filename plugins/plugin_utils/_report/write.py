@@ -53,7 +53,7 @@ def report_dir(dest, playbooks, environ, inventories=()):
     ``-i fleet/hosts.yml``: fleet/reports/hosts), and a relative ``dest`` is taken there too.
     Without an inventory on disk: under the project directory (see :func:`project_dir`), or
     ~/.ansible/gds-reports when the playbook was named by its collection name."""
-    chosen = dest or environ.get(ENV_DIR) or None
+    chosen = os.path.expanduser(dest or environ.get(ENV_DIR) or "") or None
     if chosen and os.path.isabs(chosen):
         return os.path.normpath(chosen)
     inventory = inventory_path(inventories)
