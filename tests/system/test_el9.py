@@ -259,6 +259,9 @@ def test_package_repo_on_el9_crb_epel_module_stream_kernel_devel(el9_repos, tmp_
     rc, out = _package_repo(lab, tmp_path, settings, "--check", "--diff")
     assert rc == 0, out[-6000:]
     assert "+repo_gpgcheck = 0" in out and "+repo_gpgcheck = 1" in out, out[-6000:]
+    assert _statuses(out, lab.host, "gpudirect.storage.package_repo : Enable the dnf repositories defined on the host "
+                     "(check mode)") == ["changed"]
+    assert "would enable crb" in out
     assert _el9_state(lab) == before
 
     rc, out = _package_repo(lab, tmp_path, settings)
@@ -284,6 +287,12 @@ def test_package_repo_on_el9_crb_epel_module_stream_kernel_devel(el9_repos, tmp_
     converged = _el9_state(lab)
     rc, out = _package_repo(lab, tmp_path, settings, "--check", "--diff")
     assert rc == 0 and parse_recap(out)[lab.host]["changed"] == 0, out[-6000:]
+
+    # a stream not enabled yet, on a host whose repositories are configured: check mode says so
+    rc, out = _package_repo(lab, tmp_path, dict(settings, package_repo_dnf_modules=["nvidia-driver:575-dkms", "other:1"]),
+                            "--check")
+    assert rc == 0 and "would enable other:1" in out and parse_recap(out)[lab.host]["changed"] == 1, out[-6000:]
+    assert _el9_state(lab) == converged
 
     # another stream of an enabled module: refused, naming the variable, nothing switched
     rc, out = _package_repo(lab, tmp_path, dict(settings, package_repo_dnf_modules=["nvidia-driver:580-dkms"]))
