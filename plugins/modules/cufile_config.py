@@ -300,19 +300,12 @@ msg:
   sample: /etc/cufile.json left as it is (a file) - no cufile option (settings, src, base) is set
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.cufile_config import (
-    MUTUALLY_EXCLUSIVE, CufileConfigError, argument_spec, run_apply, run_plan)
+    CufileConfigError, arguments, run_apply, run_plan)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(),
-        mutually_exclusive=MUTUALLY_EXCLUSIVE,
-        add_file_common_args=True,
-        supports_check_mode=True,
-    )
+    module = arguments().create_ansible_module(supports_check_mode=True)
     phase = (module.params["_cufile"] or {}).get("phase")
     if phase not in ("plan", "apply"):
         module.fail_json(msg="gpudirect.storage.cufile_config validates on the controller: run it as a task "

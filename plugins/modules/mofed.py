@@ -131,15 +131,13 @@ nvidia_fs_rebuild_required:
   type: bool
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
-from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.mofed import argument_spec, execute
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.mofed import arguments, execute
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = arguments().create_ansible_module(supports_check_mode=True)
     module.exit_json(**execute(module, HostPaths(), Runner(module)))
 
 

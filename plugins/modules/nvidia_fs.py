@@ -161,16 +161,14 @@ reload_required:
   type: bool
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.nvidia_fs import (
-    REQUIRED_TOGETHER, argument_spec, execute)
+    arguments, execute)
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, required_together=REQUIRED_TOGETHER)
+    module = arguments().create_ansible_module(supports_check_mode=True)
     module.exit_json(**execute(module, HostPaths(), Runner(module)))
 
 

@@ -18,7 +18,6 @@ from unittest.mock import patch
 
 import pytest
 import yaml
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
@@ -26,6 +25,7 @@ from ansible_collections.gpudirect.storage.plugins.action import gds_plan as act
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts as _gds_facts
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_plan as _gds_plan
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_preflight as _gds_preflight
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_options as _role_options
 from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
 from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_gds_plan import module_result
@@ -96,11 +96,10 @@ def test_the_table_is_what_the_roles_own_task_passes(role):
 
 def stage_spec(option):
     if option in _gds_plan.STAGES:
-        spec, kwargs, dummy = _gds_plan.stage_spec(option)
-        return spec, kwargs
+        return _gds_plan.stage_spec(option)[0]
     if option == "preflight":
-        return dict((k, v) for k, v in _gds_preflight.argument_spec().items() if k != "facts"), {}
-    return _gds_facts.argument_spec(), {}
+        return ArgumentSpec(dict((k, v) for k, v in _gds_preflight.argument_spec().items() if k != "facts"))
+    return ArgumentSpec(_gds_facts.argument_spec())
 
 
 @pytest.mark.parametrize("role", ALL)
@@ -108,8 +107,7 @@ def test_the_options_built_from_the_role_defaults_are_valid_for_the_stage(role):
     option = _role_options.STAGES[role][0]
     options, problem = from_roles([role])
     assert problem is None
-    spec, kwargs = stage_spec(option)
-    checked = ArgumentSpecValidator(spec, **kwargs).validate(options[option])
+    checked = stage_spec(option).validate(options[option])
     assert not checked.error_messages, (role, checked.error_messages)
 
 

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import os
 
+from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
+
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import CufileSyntaxError, dumps, parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped as _cufile_shipped
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import ReleaseError, host_libcufile
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.host_file import (
     attribute_problems, backup, content_changes, CufileConfigError, desired_document, diff_texts,
     host_path_facts, load_src, managed, read_state, _read_text, shipped_refusal, write_atomic)
@@ -49,7 +52,10 @@ def argument_spec():
     )
 
 
-MUTUALLY_EXCLUSIVE = [("base", "src")]
+def arguments():
+    """The options with the file attributes every file module takes, and their constraint, as
+    the module and gds_plan validate them."""
+    return ArgumentSpec(dict(FILE_COMMON_ARGUMENTS, **argument_spec()), mutually_exclusive=[("base", "src")])
 
 
 def nvidia_fs_loaded(paths=None):

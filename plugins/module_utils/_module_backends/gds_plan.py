@@ -16,10 +16,9 @@ PRIVATE to the collection. Target-side code: standard library only, Python 3.8+.
 
 from __future__ import annotations
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.queries import PackageMemo
 
 STAGES = ("mofed", "nvidia_fs", "cufile")
@@ -171,12 +170,10 @@ APPLY_ONLY_KEYS = ("desired_text", "current")
 
 
 def stage_spec(name):
-    """(argument_spec, validator keyword arguments, execute(module, paths, runner)) of a stage."""
+    """(ArgumentSpec, execute(module, paths, runner)) of a stage: its module's own options and constraints."""
     flow = stage_flow(name)
     if flow is not None:
-        together = getattr(flow, "REQUIRED_TOGETHER", None)
-        return flow.argument_spec(), {"required_together": together} if together else {}, flow.execute
-    from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
+        return flow.arguments(), flow.execute
     from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as cfg
 
     def execute(module, paths, runner):
@@ -186,13 +183,13 @@ def stage_spec(name):
             raise StageFailed(str(exc), {"path": module.params["path"]})
         # for cufile_config's apply phase only; the diff already holds both texts
         return dict((k, v) for k, v in planned.items() if k not in APPLY_ONLY_KEYS)
-    return dict(FILE_COMMON_ARGUMENTS, **cfg.argument_spec()), {"mutually_exclusive": cfg.MUTUALLY_EXCLUSIVE}, execute
+    return cfg.arguments(), execute
 
 
-def validate(spec, kwargs, args):
+def validate(arguments, args):
     """The stage's parameters with defaults, or StageFailed naming the option. A null value
     means "not set", as an omitted task option does."""
-    res = ArgumentSpecValidator(spec, **kwargs).validate(dict((k, v) for k, v in (args or {}).items() if v is not None))
+    res = arguments.validate(dict((k, v) for k, v in (args or {}).items() if v is not None))
     if res.error_messages:
         raise StageFailed("; ".join(res.error_messages))
     return res.validated_parameters
@@ -202,8 +199,8 @@ def prepare_stage(name, args, runner):
     """(validated parameters, execute) of a stage, or the StageFailed naming a bad option; the
     packages it will query are announced to the plan's package memo (one query for all stages)."""
     try:
-        spec, kwargs, execute = stage_spec(name)
-        params = validate(spec, kwargs, args)
+        arguments, execute = stage_spec(name)
+        params = validate(arguments, args)
     except StageFailed as exc:
         return exc
     flow = stage_flow(name)
@@ -239,7 +236,7 @@ def plan(module, params, paths, runner):
                   for name in STAGES if name in prepared)
     converged = is_converged(stages)
     try:
-        facts_params = validate(gds_facts.argument_spec(), {}, params.get("facts"))
+        facts_params = validate(ArgumentSpec(gds_facts.argument_spec()), params.get("facts"))
     except StageFailed as exc:
         raise StageFailed("facts: " + exc.msg)
     problem = gds_facts.check_params(facts_params)

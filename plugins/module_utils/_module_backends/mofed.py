@@ -15,6 +15,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._packages import
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import ofed_info
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
 
 
 def argument_spec():
@@ -26,6 +27,11 @@ def argument_spec():
         lock_timeout=dict(type="int", default=120),
         repo=copy.deepcopy(repos.REPO_ARG_SPEC),
     )
+
+
+def arguments():
+    """The options, as the module and gds_plan validate them."""
+    return ArgumentSpec(argument_spec())
 
 
 def repo_change(module, paths, backend):

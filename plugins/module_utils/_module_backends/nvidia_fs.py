@@ -20,6 +20,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versio
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
 
 MODULE = "nvidia-fs"          # DKMS module / package stem / file names
 KMOD = "nvidia_fs"            # kernel spelling
@@ -362,7 +363,9 @@ def argument_spec():
     )
 
 
-REQUIRED_TOGETHER = [("mok_key", "mok_cert")]
+def arguments():
+    """The options and their constraints, as the module and gds_plan validate them."""
+    return ArgumentSpec(argument_spec(), required_together=[("mok_key", "mok_cert")])
 
 
 def package_specs(params):

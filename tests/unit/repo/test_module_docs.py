@@ -19,7 +19,7 @@ def test_module_docs_parse_and_match_the_argument_spec(name):
     yaml.safe_load(mod.EXAMPLES)
     yaml.safe_load(mod.RETURN)
     assert doc["module"] == name
-    if hasattr(mod, "argument_spec"):
-        documented = set(doc.get("options") or {})
-        spec = set(mod.argument_spec()) - FRAGMENT_OPTIONS
-        assert spec - documented == set() and documented - set(mod.argument_spec()) == set()
+    # a module builds its AnsibleModule from its backend's bundle, arguments(), or from argument_spec()
+    options = set(mod.arguments().argument_spec) if hasattr(mod, "arguments") else set(mod.argument_spec())
+    documented = set(doc.get("options") or {})
+    assert options - FRAGMENT_OPTIONS - documented == set() and documented - options == set()

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as _cufile_backend
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts as _gds_gather
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.modules import (cufile_config, gds_facts, gds_report,
@@ -236,14 +237,14 @@ def test_fuzz_nvidia_fs_options(record_property):
         st.sampled_from([{"rw stats": 1}, {"a=b": 1}, {"x": ""}, {"x": [1]}, {"x": "a b"}, {"x": {"y": 1}}])
         .map(lambda v: (put(NVFS_BASE, ("params",), v), "params")),
         st.just((put(NVFS_BASE, ("mok_key",), "/var/lib/shim-signed/mok/MOK.priv"), "mok_key"))]  # without mok_cert
-    fuzz(record_property, cases(nvidia_fs.argument_spec(), NVFS_BASE, semantic),
+    fuzz(record_property, cases(nvidia_fs.arguments().argument_spec, NVFS_BASE, semantic),
          lambda args, _n: _fake_host_run(nvidia_fs.main, args, PKG_AVAILABLE))
 
 
 def test_fuzz_mofed_options(record_property):
     semantic = package_semantics(MOFED_BASE, ("extra_packages",)) + [
         st.just((put(MOFED_BASE, ("flavour",), None), "flavour"))]
-    fuzz(record_property, cases(mofed.argument_spec(), MOFED_BASE, semantic),
+    fuzz(record_property, cases(mofed.arguments().argument_spec, MOFED_BASE, semantic),
          lambda args, _n: _fake_host_run(mofed.main, args, PKG_AVAILABLE))
 
 
@@ -307,7 +308,7 @@ def test_fuzz_cufile_config_options(record_property, host_libcufile_1_15):
         st.just((put(put(base, ("src",), "/nonexistent/cufile.json"), ("base",), "shipped"), "base")),  # exclusive
         st.just((put(base, ("src",), "/nonexistent/cufile.json"), "src")),      # a controller file, no action plugin
         st.just((put(put(base, ("src",), "/nonexistent/cufile.json"), ("remote_src",), True), "src"))]
-    spec = dict((k, v) for k, v in cufile_config.argument_spec().items() if k not in ("path",))
+    spec = dict((k, v) for k, v in _cufile_backend.argument_spec().items() if k not in ("path",))
     state = {}
 
     def attempt(args, _needle):
