@@ -96,17 +96,22 @@ TEMPLATE = """\
 {%- if not chart.bars -%}
 <p class="empty" id="chart-empty">No host ran the cuFile probe, so there is no throughput to chart.</p>
 {%- else -%}
-<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{{ chart.width }}" height="{{ chart.height }}" viewBox="0 0 {{ chart.width }} {{ chart.height }}" role="img" aria-label="Probe throughput per host in GB/s">
+<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{{ chart.width }}" height="{{ chart.height }}" \
+viewBox="0 0 {{ chart.width }} {{ chart.height }}" role="img" aria-label="Probe throughput per host in GB/s">
 {%- for label, color, x in chart.legend -%}
 <rect x="{{ x }}" y="4" width="10" height="10" fill="{{ color }}"/><text x="{{ x + 14 }}" y="13" font-size="12">{{ label }}</text>
 {%- endfor -%}
 {%- for t in chart.ticks -%}
-<line x1="{{ t.x }}" y1="{{ chart.top }}" x2="{{ t.x }}" y2="{{ chart.axis_y }}" stroke="#d1d9e0"/><text x="{{ t.x }}" y="{{ chart.axis_y + 14 }}" font-size="11" text-anchor="middle" fill="#59636e">{{ t.label }}</text>
+<line x1="{{ t.x }}" y1="{{ chart.top }}" x2="{{ t.x }}" y2="{{ chart.axis_y }}" stroke="#d1d9e0"/>\
+<text x="{{ t.x }}" y="{{ chart.axis_y + 14 }}" font-size="11" text-anchor="middle" fill="#59636e">{{ t.label }}</text>
 {%- endfor -%}
 {%- for host in chart.hosts -%}
 <text x="{{ chart.label_x }}" y="{{ host.y }}" font-size="12" text-anchor="end" dominant-baseline="middle">{{ host.name }}</text>
 {%- for b in host.bars -%}
-<rect class="bar" data-host="{{ b.host }}" data-kind="{{ b.kind }}" x="{{ chart.label_w }}" y="{{ b.y }}" width="{{ b.w }}" height="{{ chart.bar_h - 1 }}" fill="{{ b.color }}"><title>{{ b.host }} {{ b.kind }} {{ b.value }} GB/s ({{ b.mode }})</title></rect><text x="{{ b.text_x }}" y="{{ b.text_y }}" font-size="10" dominant-baseline="middle" fill="#59636e">{{ b.value }}</text>
+<rect class="bar" data-host="{{ b.host }}" data-kind="{{ b.kind }}" x="{{ chart.label_w }}" y="{{ b.y }}" \
+width="{{ b.w }}" height="{{ chart.bar_h - 1 }}" fill="{{ b.color }}">\
+<title>{{ b.host }} {{ b.kind }} {{ b.value }} GB/s ({{ b.mode }})</title></rect>\
+<text x="{{ b.text_x }}" y="{{ b.text_y }}" font-size="10" dominant-baseline="middle" fill="#59636e">{{ b.value }}</text>
 {%- endfor -%}
 {%- endfor -%}
 </svg>
@@ -134,7 +139,8 @@ TEMPLATE = """\
 {%- else -%}
 <ul>
 {%- for rec, checks in reasons -%}
-<li id="reason-{{ rec.host }}" data-host="{{ rec.host }}"><b>{{ rec.host }}</b> {{ badge(rec.mode, mode_color(rec.mode)) }} {{ badge(rec.status, status_color(rec.status)) }} <span class="reason">{{ rec.reason or "no reason given" }}</span>
+<li id="reason-{{ rec.host }}" data-host="{{ rec.host }}"><b>{{ rec.host }}</b> {{ badge(rec.mode, mode_color(rec.mode)) }} \
+{{ badge(rec.status, status_color(rec.status)) }} <span class="reason">{{ rec.reason or "no reason given" }}</span>
 {%- if checks -%}
 <ul class="checks">{% for c in checks %}<li>{{ c.check }}: {{ c.detail }}</li>{% endfor %}</ul>
 {%- endif -%}
