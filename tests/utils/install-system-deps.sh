@@ -7,6 +7,9 @@ pkgs=(debootstrap systemd-container iproute2 dpkg-dev apt-utils gnupg openssh-cl
 # Debian's rpm tools for the lab's EL 9 hosts and their signed rpm repository (rpmbuild, rpmsign,
 # createrepo_c; dnf and rpm themselves go into the EL 9 image from the mirror)
 pkgs+=(rpm createrepo-c)
+# The package managers' own version order, compared with the collection's in the unit tests
+# (python3-apt's apt_pkg, rpm's Python bindings)
+pkgs+=(python3-apt python3-rpm)
 # Debian's kernel headers for a real `dkms build` (this machine's own kernel has none).
 pkgs+=(linux-headers-amd64)
 # promtool (rule checks and unit tests) and the Prometheus server of the monitoring system test
