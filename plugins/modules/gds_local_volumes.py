@@ -28,6 +28,8 @@ description:
     a claim of this class on every node (C(docs/gds_node_probe.md), "GDS storage for pods").
 extends_documentation_fragment:
   - gpudirect.storage._attributes
+  - gpudirect.storage._attributes.ACTIONGROUP_K8S
+  - gpudirect.storage._k8s_auth
 attributes:
   check_mode:
     support: full
@@ -38,13 +40,6 @@ attributes:
 requirements:
   - kubernetes (Python library)
 options:
-  kubeconfig:
-    description: Path of the kubeconfig on the host running the module. Omitted, C(KUBECONFIG), C(~/.kube/config) or the in-cluster service account.
-    type: path
-  context:
-    description: Kubeconfig context.
-    type: str
-    aliases: [kube_context]
   storage_class:
     description: Name of the StorageClass, and of the PVs' C(storageClassName).
     type: str

@@ -20,7 +20,7 @@ except ImportError:  # the module reports missing_required_lib
     k8s_client = None
     HAS_KUBERNETES, IMPORT_ERROR = False, traceback.format_exc()
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import local_volumes as lv
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import auth, local_volumes as lv
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.api_retry import ApiCallFailed
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_node_probe import KubeApi
 
@@ -64,7 +64,7 @@ class VolumeApi(object):
 
 def argument_spec():
     return dict(
-        kubeconfig=dict(type="path"), context=dict(type="str", aliases=["kube_context"]),
+        auth.argument_spec(),
         storage_class=dict(type="str", default="nvme-gds"),
         node_facts=dict(type="dict"),
         volumes=dict(type="list", elements="dict"),  # keys checked by local_volumes.check, naming the item
@@ -77,7 +77,6 @@ REQUIRED_ONE_OF = [("node_facts", "volumes")]
 
 def run(params, check_mode, api=None, diff=False):
     """(failure message or None, result dict) of one module run."""
-    from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
     name = params["storage_class"]
     result = {"changed": False, "storage_class": {"name": name, "action": None}, "volumes": [], "left_out": []}
     if params.get("node_facts") is not None:
@@ -87,7 +86,10 @@ def run(params, check_mode, api=None, diff=False):
     problem = lv.check(name, volumes)
     if problem:
         return problem, result
-    api = api or VolumeApi(kw.api_client(params.get("kubeconfig"), params.get("context")))
+    try:  # after the options' own checks: bad input is named before any connection
+        api, result["warnings"] = (api, []) if api else auth.connect(params, VolumeApi)
+    except auth.AuthError as exc:
+        return str(exc), result
     before, after = {}, {}
     wrote = []
     verb = (lambda done: "would " + done[:-1] if check_mode else done)  # created -> would create
