@@ -248,7 +248,8 @@ class GpuOperatorManager(object):
             ["release is installed"] if installed else []), cluster_policy={}, nodes=[])
 
     def _present(self, helm, kubeconfig, timeout):
-        params, deadline = self.params, self.clock() + timeout
+        # from the run's start where reads came first (gpu_operator_policy: who installed the operator)
+        params, deadline = self.params, getattr(self, "started", self.clock()) + timeout
         self.deadline, self.reserve, self.cluster_before = deadline, undo_reserve(timeout), None
         name, ns = params["release_name"], params["release_namespace"]
         if not params.get("chart_ref"):

@@ -54,9 +54,10 @@ def _yaml(data):
 class GpuOperatorManager(helm_flow.GpuOperatorManager):
 
     def run(self):
-        params, started = self.params, self.clock()
+        params = self.params
         self.module.no_log_values.update(secret_strings(params.get("values")))
         timeout = self._timeout()
+        self.started = self.clock()  # the helm sequence's deadline counts from here too
         self.expect = self._expectation()
         kubeconfig = self._kubeconfig()
         found = self._installer(kubeconfig)
@@ -67,7 +68,7 @@ class GpuOperatorManager(helm_flow.GpuOperatorManager):
             except ModuleFailure as exc:
                 exc.extra.setdefault("install_method", "helm")
                 raise
-        return self._policy(found, kubeconfig, timeout, started + timeout)
+        return self._policy(found, kubeconfig, timeout, self.started + timeout)
 
     def _policy_source(self, kubeconfig, namespace):
         """A PolicySource in the operator's ``namespace`` on the client the helm sequence builds

@@ -162,3 +162,32 @@ def test_olm_lists_forbidden_warn_and_go_on_as_helm():
     res = run(source, {"chart_ref": "/charts/gpu-operator"}, warnings)
     assert any("cannot tell whether OLM installed the GPU Operator" in w and "403" in w for w in warnings), warnings
     assert res["install_method"] == "helm" and "helm: not installed here" in res["msg"]
+
+
+def test_finding_the_installer_counts_against_wait_timeout():
+    """The run ends within wait_timeout: the reads that find who installed the operator come out of
+    the helm sequence's time (here they take 5 of the 15 s)."""
+    from functools import partial
+    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator_policy
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.test_gpu_operator import (
+        HEALTHY, FakeHelm, deployed)
+    now = [1000.0]
+
+    class SlowOlmSource(FakeSource):
+        def list(self, kind):
+            if kind == "subscriptions":
+                now[0] += 5
+            return super(SlowOlmSource, self).list(kind)
+
+    helm = FakeHelm(*deployed({"gds": {"enabled": True, "version": "2.29.4"}}))
+    runner = mock.Mock()
+    runner.run.side_effect = helm
+    manager = partial(gpu_operator_policy.GpuOperatorManager, clock=lambda: now[0])
+    with mock.patch.object(mgr, "Runner", return_value=runner), \
+            mock.patch.object(gpu_operator, "GpuOperatorManager", manager), \
+            mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=SlowOlmSource(copy.deepcopy(HEALTHY))):
+        res = run_module(gpu_operator.main, dict(BASE, chart_ref="/charts/gpu-operator", helm_binary="helm",
+                                                 wait=False, wait_timeout=15, gds={"version": "2.30.1"}))
+    assert not res.get("failed") and res["install_method"] == "helm", res
+    # 15 s less the 5 s of reads, less the undo reserve (3 s): helm gets 7 s, not 12
+    assert helm.seen["timeouts"] == ["7s"], helm.seen
