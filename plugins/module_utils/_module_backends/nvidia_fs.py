@@ -207,8 +207,7 @@ class NvidiaFs(object):
         for name in NVFS_PACKAGES:
             if name in specs and specs[name] is None and target:
                 specs[name] = target
-        plan = pk.plan_packages(installed, available, specs, "present", strict=not (self.check and repo_change),
-                                family=self.backend.family)
+        plan = pk.plan_packages(installed, available, specs, "present", strict=not (self.check and repo_change), family=self.backend.family)
         if plan["errors"]:
             raise pk.PackageError("; ".join(plan["errors"]) + ". Nothing was changed.")
         return plan
