@@ -113,8 +113,8 @@ class KubeSource(object):
         try:
             resp = self.calls[kind](_preload_content=False, _request_timeout=30)
         except ApiException as exc:
-            if getattr(exc, "status", None) == 404 and kind in ("clusterpolicies", "nvidiadrivers", "subscriptions",
-                                                                  "clusterserviceversions"):
+            optional = ("clusterpolicies", "nvidiadrivers", "subscriptions", "clusterserviceversions")
+            if getattr(exc, "status", None) == 404 and kind in optional:
                 return [], None
             raise
         data = json.loads(resp.data)
