@@ -92,7 +92,9 @@ def run(params, check_mode, api=None, diff=False):
         return str(exc), result
     before, after = {}, {}
     wrote = []
-    verb = (lambda done: "would " + done[:-1] if check_mode else done)  # created -> would create
+
+    def verb(done):  # created -> would create
+        return "would " + done[:-1] if check_mode else done
     try:
         hostnames = dict((n["metadata"]["name"], (n["metadata"].get("labels") or {}).get(lv.HOSTNAME_LABEL)
                           or n["metadata"]["name"]) for n in api.nodes())
