@@ -35,6 +35,21 @@ OUTPUTS = ("package_repo_dnf_to_enable", "package_repo_dnf_enabled_streams", "pa
            "package_repo_dnf_stream_conflicts", "package_repo_wanted_packages")
 
 
+def hermetic_env(tmp_path):
+    """The caller's environment without its Ansible settings: no ANSIBLE_CONFIG (make exports the
+    lab's, which loads the report callback from the working tree), no ansible.cfg of the current
+    directory (another test may have changed it), an empty config and Ansible's home of this test,
+    and a fixed string-hash seed."""
+    config = tmp_path / "ansible.cfg"
+    config.write_text("[defaults]\n")
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "GDS_")))
+    # one string-hash order in every run: a list that came out of a set differs from the user's
+    # order under this seed, as under about half of the random ones
+    env.update(ANSIBLE_CONFIG=str(config), ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_NOCOLOR="1",
+               PYTHONHASHSEED="0")
+    return env
+
+
 def template(tmp_path, settings, registered):
     """The role's vars/main.yml values for ``settings`` (role variables) and ``registered`` (the
     results of its query tasks, or absent: skipped)."""
@@ -50,7 +65,8 @@ def template(tmp_path, settings, registered):
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
             "-e", "ansible_python_interpreter=" + sys.executable,
             "-e", json.dumps({"ansible_facts": {"pkg_mgr": "dnf", "kernel": "5.14.0-570.12.1.el9_6.x86_64"}}), str(book)]
-    res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, check=False)
+    res = subprocess.run(argv, cwd=str(tmp_path), env=hermetic_env(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=900, check=False)
     assert res.returncode == 0, res.stdout[-3000:]
     return json.loads(out.read_text())
 
