@@ -19,10 +19,14 @@ import os
 import shutil
 import tempfile
 
-VERSION = "v3"
+VERSION = "v4"
 ROCKY_VERSION = "9.6"
 # dnf-plugins-core: "dnf config-manager", which enables a repository defined on the host (CRB), as on EL 9
 EXTRA_PACKAGES = ["dnf", "rpm", "python3-dnf", "dnf-plugins-core", "gpg"]
+# Debian's dnf-plugins-core also ships and enables plugins that EL 9 packages apart and does not
+# install: "local" above all, whose _dnf_local repository (gpgcheck=1, no gpgkey) makes dnf
+# refuse every signed package ("you do not have any GPG public keys installed").
+NOT_ON_EL9_PLUGINS = ("local", "versionlock", "post-transaction-actions")
 # apt and dpkg must not be found: the collection's get_backend() prefers apt when it is there.
 APT_DPKG_COMMANDS = ("apt", "apt-get", "apt-cache", "apt-config", "apt-key", "apt-mark", "dpkg", "dpkg-query",
                      "dpkg-deb", "dpkg-divert", "dpkg-split", "dpkg-trigger", "dpkg-statoverride",
@@ -146,6 +150,10 @@ def build_image(cache_root, debian_dir, mirror, suite, force, sh, log):
     sh(["cp", "-a", debian_dir, tmp])
     os.unlink(os.path.join(tmp, ".complete"))
     _apt_install_in(tmp, mirror, suite, sh)
+    for plugin in NOT_ON_EL9_PLUGINS:
+        for path in ("usr/lib/python3/dist-packages/dnf-plugins/%s.py" % plugin, "etc/dnf/plugins/%s.conf" % plugin):
+            if os.path.lexists(os.path.join(tmp, path)):
+                os.unlink(os.path.join(tmp, path))
     with open(os.path.join(tmp, "etc/dnf/dnf.conf"), "w") as f:
         f.write(DNF_CONF)
     for d in ("etc/yum.repos.d", "etc/pki/rpm-gpg", "var/lib/rpm", "etc/dnf/vars", "etc/rpm"):
