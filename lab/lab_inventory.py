@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
@@ -66,7 +65,7 @@ def write(path, header, data):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--lab-inventory", default=os.path.join(ROOT, "inventories", "lab", "hosts.yml"))
     parser.add_argument("--lab", default="the lab")
     parser.add_argument("dest")
