@@ -8,7 +8,7 @@ inventory without gds_hosts, and gds_serial & co. where Ansible never reads them
 
 Every test leaves the fleet as it found it (check mode, or a stop before the first host task),
 so the order of the tests does not matter. Run alone under the lab lock:
-  flock /tmp/gds-lab.lock .venv/bin/pytest -p no:cacheprovider tests/system/test_first_hour_gates.py
+  .venv/bin/pytest -p no:cacheprovider tests/system/test_first_hour_gates.py
 """
 
 from __future__ import annotations

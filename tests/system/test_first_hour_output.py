@@ -2,8 +2,8 @@
 failing host, the rollout's console output, where the fleet report goes and what it says about
 the run that wrote it, and the messages that contradicted each other. One lab of three hosts,
 prepared as `make demo` prepares it; the tests run in file order (7 is read-only, 8 rolls out).
-Run it alone under the lab lock:
-flock /tmp/gds-lab.lock .venv/bin/pytest -p no:cacheprovider -p no:pytest-ansible tests/system/test_first_hour_output.py
+Run it alone:
+.venv/bin/pytest -p no:cacheprovider -p no:pytest-ansible tests/system/test_first_hour_output.py
 """
 
 import json

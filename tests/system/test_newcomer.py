@@ -9,7 +9,7 @@ requirements; building another one needs the package index), and the lab part of
 (`make lab-up`, `lab/prepare.yml`) replaces `make demo` itself, which tests/system/test_demo.py
 runs: the walk then rolls the lab out with the README's own commands. The lab is named after
 the clone's path (Makefile LAB_NAME), so it never touches another checkout's lab.
-Run it alone under the lab lock: flock /tmp/gds-lab.lock .venv/bin/pytest tests/system/test_newcomer.py
+Run it alone: .venv/bin/pytest tests/system/test_newcomer.py
 """
 
 import json

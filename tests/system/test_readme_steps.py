@@ -8,7 +8,7 @@ What stands in for what: `make venv` is a link to this checkout's virtualenv (th
 requirements; building another one needs the package index), and HOME is a directory of the
 test's (the steps write ~/gds-fleet). The lab is named after the clone's path (Makefile
 LAB_NAME), so it never touches another checkout's lab.
-Run it alone under the lab lock: flock /tmp/gds-lab.lock .venv/bin/pytest tests/system/test_readme_steps.py
+Run it alone: .venv/bin/pytest tests/system/test_readme_steps.py
 """
 
 import json

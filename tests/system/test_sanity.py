@@ -20,10 +20,6 @@ from conftest import ROOT, VENV_BIN, run
 PYTHON_FOR_CORE = {"2.19": "3.11", "2.20": "3.12", "2.21": "3.13"}
 CORES = sorted(PYTHON_FOR_CORE, key=Version)
 
-# Outside this checkout: ansible-test lists files with git, and inside the checkout it would see
-# the copy as ignored build output (and check nothing).
-SANITY_ROOT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "gpudirect-storage-sanity",
-                           "ansible_collections", "gpudirect", "storage")
 
 
 def _tracked_files():
@@ -33,14 +29,16 @@ def _tracked_files():
 
 
 @pytest.fixture(scope="module")
-def collection_copy():
-    """ansible-test needs the collection under .../ansible_collections/<ns>/<name>/."""
-    shutil.rmtree(SANITY_ROOT, ignore_errors=True)
+def collection_copy(tmp_path_factory):
+    """ansible-test needs the collection under .../ansible_collections/<ns>/<name>/, outside this
+    checkout (it lists files with git; inside, the copy is ignored build output), in pytest's
+    private temporary directory (never a fixed path under /tmp)."""
+    root = os.path.join(str(tmp_path_factory.mktemp("sanity")), "ansible_collections", "gpudirect", "storage")
     for rel in _tracked_files():
-        dest = os.path.join(SANITY_ROOT, rel)
+        dest = os.path.join(root, rel)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), dest, follow_symlinks=False)
-    return SANITY_ROOT
+    return root
 
 
 def claimed_cores():
