@@ -70,6 +70,13 @@ class GpuOperatorManager(helm_flow.GpuOperatorManager):
                 raise
         return self._policy(found, kubeconfig, timeout, self.started + timeout)
 
+    def _source(self, kubeconfig):
+        """One API client per run: finding the installer and the helm sequence share it (its
+        setup is a good part of the reads that count against wait_timeout)."""
+        if getattr(self, "shared_source", None) is None:
+            self.shared_source = super(GpuOperatorManager, self)._source(kubeconfig)
+        return self.shared_source
+
     def _policy_source(self, kubeconfig, namespace):
         """A PolicySource in the operator's ``namespace`` on the client the helm sequence builds
         (a test's fake source as it is)."""
