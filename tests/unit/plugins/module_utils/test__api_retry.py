@@ -135,6 +135,7 @@ def test_gpu_operator_retries_reads_then_succeeds_or_fails_clearly(failures, ok)
     slept = []
     with mock.patch.object(mgr, "Runner", return_value=runner), \
             mock.patch.object(mgr.time, "sleep", slept.append), \
+            mock.patch.object(mgr.auth, "default_kubeconfig_exists", return_value=True), \
             mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=gop.FakeSource(gop.HEALTHY)):
         res = run_module(gpu_operator.main, {"chart_ref": "/charts/gpu-operator", "helm_binary": "helm",
                                              "wait_timeout": 2, "gds": {"version": "2.30.1"}})
