@@ -84,6 +84,9 @@ options:
       - V(helm) installs or upgrades the chart (fails when OLM installed the operator). V(olm) patches the existing
         ClusterPolicy (fails when a helm release owns one), O(state=absent), O(values) and O(values_files) are refused
         there.
+      - V(auto) and V(olm) fail, nothing changed, when the credentials may not list OLM's C(subscriptions) and
+        C(clusterserviceversions) (C(operators.coreos.com)); a cluster without OLM's CRDs has no OLM. V(helm) then goes
+        on with a warning that it did not check for an OLM install.
     type: str
     choices: [auto, helm, olm]
     default: auto

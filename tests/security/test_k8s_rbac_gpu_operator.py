@@ -4,7 +4,8 @@
 """docs/rbac/gpu_operator.yaml against the Kubernetes API emulator (RBAC enforced for the
 ServiceAccount's token) with real helm: the installer binding installs the operator; the verify
 roles alone run check mode and a run that finds the release up to date, and are refused a real
-upgrade; without each of their verbs that run fails.
+upgrade; without each of their verbs that run fails (the list of OLM's objects too: install_method
+auto cannot otherwise tell that OLM did not install the operator).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gpu_operator"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gds_node_probe"))
 from gpu_operator_rig import Emulator, Rig, base, helm_bins  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 from np_cluster import manifest_objects  # noqa: E402  pylint: disable=wrong-import-position
+from k8s_emulator.olm import olm_crds  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 MANIFEST = os.path.join(ROOT, "docs", "rbac", "gpu_operator.yaml")
 NS = "gpu-operator"
@@ -67,6 +69,8 @@ def test_gpu_operator_rbac_install_then_verify_only(helm_bins, tmp_path, helm):
         admin = _client(emu.kubeconfig)
         utils.create_from_dict(admin, CLUSTER_ADMIN)
         client.CoreV1Api(admin).create_namespace({"metadata": {"name": NS}})
+        for crd in olm_crds():  # a cluster with OLM (OpenShift) that did not install the GPU Operator
+            client.ApiextensionsV1Api(admin).create_custom_resource_definition(crd)
         docs = manifest_objects(MANIFEST)
         for doc in docs:
             utils.create_from_dict(admin, doc)
@@ -98,7 +102,12 @@ def test_gpu_operator_rbac_install_then_verify_only(helm_bins, tmp_path, helm):
                     finally:
                         _replace(admin, role)
                     assert rc != 0 and ("403" in res["msg"] or "forbidden" in res["msg"]), (verb, rule["resources"], out[-2000:])
+                    if "subscriptions" in rule["resources"]:
+                        # no OLM here, but a refused lookup proves nothing: fail, naming the ways out
+                        assert "list subscriptions.operators.coreos.com is forbidden" in res["msg"], res["msg"]
+                        assert "install_method: helm" in res["msg"] and res["changed"] is False, res["msg"]
                     tried.append(verb + " " + ",".join(rule["resources"]))
-        assert len(tried) == 4, tried
+        assert tried == ["list nodes", "list clusterpolicies,nvidiadrivers", "list subscriptions,clusterserviceversions",
+                         "list pods", "list secrets"], tried
     finally:
         emu.stop()

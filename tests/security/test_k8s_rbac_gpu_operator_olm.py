@@ -3,8 +3,8 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """docs/rbac/gpu_operator_olm.yaml against the Kubernetes API emulator (RBAC enforced for the
 ServiceAccount's token) on an OLM-installed GPU Operator: its rights enable GDS by the ClusterPolicy
-patch and verify it; without each verb the run fails (forbidden), except the list of OLM's objects,
-without which the module warns and still patches (a ClusterPolicy no helm release owns).
+patch and verify it; without each verb the run fails (forbidden), the list of OLM's objects too
+(without it nobody can tell who installed the operator), before anything is patched.
 """
 
 from __future__ import annotations
@@ -100,9 +100,9 @@ def test_gpu_operator_olm_rbac_patch_and_verify(helm_bins, tmp_path):  # pylint:
                 resources = ",".join(rule["resources"])
                 tried.append(resources)
                 if "subscriptions" in rule["resources"]:
-                    # who installed it stays unknown: warned, and the unowned ClusterPolicy is still the one
-                    assert rc == 0 and res["install_method"] == "clusterpolicy", out[-3000:]
-                    assert "cannot tell whether OLM installed the GPU Operator" in out, out[-3000:]
+                    # who installed it stays unknown: refused before anything is patched
+                    assert rc != 0 and "cannot tell whether OLM installed the GPU Operator" in res["msg"], out[-3000:]
+                    assert "nothing was changed" in res["msg"], res["msg"]
                     continue
                 assert rc != 0 and ("403" in res["msg"] or "forbidden" in res["msg"].lower()), (resources, out[-2000:])
         assert tried == ["nodes", "clusterpolicies", "nvidiadrivers", "subscriptions,clusterserviceversions", "pods"]

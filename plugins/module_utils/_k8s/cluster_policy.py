@@ -95,9 +95,18 @@ def claim_text(claim):
     return "OLM CSV %s in namespace %s" % (claim["csv"], claim["namespace"])
 
 
-def install_method(requested, policies, subscriptions, csvs):
+def _olm_forbidden_text(olm_forbidden):
+    return "list %s.operators.coreos.com is forbidden (%s)" % olm_forbidden
+
+
+def install_method(requested, policies, subscriptions, csvs, olm_forbidden=None):
     """How the GPU Operator is managed here: {method: helm | olm | clusterpolicy, policy: the
-    ClusterPolicy to patch (olm, clusterpolicy), olm: claim or None, helm: owner text or None}.
+    ClusterPolicy to patch (olm, clusterpolicy), olm: claim or None, helm: owner text or None,
+    olm_unchecked: why OLM's objects were not read, or None}.
+
+    ``olm_forbidden``: (resource, refusal) when OLM's objects could not be listed. Then no OLM
+    install is known absent, so only a forced ``helm`` goes on (olm_unchecked says so); ``auto``
+    and ``olm`` raise ClaimConflict naming the refused list and the two ways out.
 
     ``requested``: auto, helm or olm (the module's install_method). ``auto``: an OLM install
     means olm; else a ClusterPolicy no helm release owns means clusterpolicy (applied by hand or
@@ -105,6 +114,21 @@ def install_method(requested, policies, subscriptions, csvs):
     owns a ClusterPolicy and OLM installed the operator, or when the forced method contradicts
     the cluster.
     """
+    if olm_forbidden and requested != "helm":
+        raise ClaimConflict("install_method=%s: cannot tell whether OLM installed the GPU Operator: %s; grant list "
+                            "on subscriptions and clusterserviceversions (operators.coreos.com), as "
+                            "docs/rbac/gpu_operator.yaml does, or set install_method: helm to install or upgrade "
+                            "a helm release without that check" % (requested, _olm_forbidden_text(olm_forbidden)))
+    unchecked = None
+    if olm_forbidden:
+        unchecked = ("install_method=helm: not checked whether OLM installed the GPU Operator (%s); a helm release "
+                     "beside an OLM install would be a second operator" % _olm_forbidden_text(olm_forbidden))
+    found = _install_method(requested, policies, subscriptions, csvs)
+    found["olm_unchecked"] = unchecked
+    return found
+
+
+def _install_method(requested, policies, subscriptions, csvs):
     claims = olm_claims(subscriptions, csvs)
     if len({c["namespace"] for c in claims}) > 1:
         raise ClaimConflict("OLM installed the GPU Operator in namespaces %s (%s); one operator per cluster: remove "

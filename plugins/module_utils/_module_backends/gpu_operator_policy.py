@@ -87,21 +87,25 @@ class GpuOperatorManager(helm_flow.GpuOperatorManager):
         """cluster_policy.install_method() from the ClusterPolicies and OLM's objects."""
         source = retry.RetryingSource(self._source(kubeconfig), sleep=self.sleep, clock=self.clock)
         policies = self._kube("listing ClusterPolicies", source.list, "clusterpolicies")[0]
-        subscriptions, csvs = [], []
+        olm = {"subscriptions": [], "clusterserviceversions": []}
+        forbidden = None
+        for kind in olm:
+            try:
+                olm[kind] = source.list(kind)[0]
+            except Exception as exc:  # pylint: disable=broad-except
+                if getattr(exc, "status", None) != 403:
+                    raise ModuleFailure("Kubernetes API error while looking for an OLM install of the GPU Operator: "
+                                        "%s" % retry.status_text(exc))
+                forbidden = (kind, retry.status_text(exc))
+                break
         try:
-            subscriptions = source.list("subscriptions")[0]
-            csvs = source.list("clusterserviceversions")[0]
-        except Exception as exc:  # pylint: disable=broad-except
-            if getattr(exc, "status", None) != 403:
-                raise ModuleFailure("Kubernetes API error while looking for an OLM install of the GPU Operator: %s"
-                                    % retry.status_text(exc))
-            self.module.warn("cannot tell whether OLM installed the GPU Operator: listing subscriptions and "
-                             "clusterserviceversions (operators.coreos.com) is forbidden (%s); taken as no OLM "
-                             "install (docs/rbac/gpu_operator_olm.yaml grants it)" % retry.status_text(exc))
-        try:
-            return cp.install_method(self.params["install_method"], policies, subscriptions, csvs)
+            found = cp.install_method(self.params["install_method"], policies, olm["subscriptions"],
+                                      olm["clusterserviceversions"], olm_forbidden=forbidden)
         except cp.ClaimConflict as exc:
             raise ModuleFailure("%s; nothing was changed" % exc, changed=False)
+        if found["olm_unchecked"]:
+            self.module.warn(found["olm_unchecked"])
+        return found
 
     def _policy(self, found, kubeconfig, timeout, deadline):
         params = self.params

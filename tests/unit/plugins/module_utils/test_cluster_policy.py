@@ -156,3 +156,26 @@ def test_spec_problems():
     crd = cp.spec_problems({"driver": {"useNvidiaDriverCRD": True}, "gds": {"enabled": True, "image": "x@sha256:1"}},
                            {("gds", "enabled"): True})
     assert crd and "NVIDIADriver" in crd[0] and "spec.gds" in crd[0]
+
+
+# --- OLM's objects not readable ------------------------------------------------------------------
+FORBIDDEN = ("subscriptions", "403 Forbidden")
+
+
+@pytest.mark.parametrize("requested", ["auto", "olm"])
+def test_olm_lookup_forbidden_fails_naming_the_verb_and_the_ways_out(requested):
+    """Without the list of OLM's objects no OLM install is known absent: not taken as none."""
+    for policies in ([], [policy("applied-by-gitops")], [policy("cluster-policy", helm=("gpu-operator", "gpu-operator"))]):
+        with pytest.raises(cp.ClaimConflict) as err:
+            cp.install_method(requested, policies, [], [], olm_forbidden=FORBIDDEN)
+        text = str(err.value)
+        assert "list subscriptions.operators.coreos.com is forbidden (403 Forbidden)" in text, text
+        assert "grant list on subscriptions and clusterserviceversions (operators.coreos.com)" in text, text
+        assert "install_method: helm" in text, text
+
+
+def test_olm_lookup_forbidden_with_install_method_helm_goes_on_unchecked():
+    found = cp.install_method("helm", [], [], [], olm_forbidden=FORBIDDEN)
+    assert found["method"] == "helm" and "not checked whether OLM installed the GPU Operator" in found["olm_unchecked"]
+    assert "list subscriptions.operators.coreos.com is forbidden" in found["olm_unchecked"]
+    assert cp.install_method("helm", [], [], [])["olm_unchecked"] is None

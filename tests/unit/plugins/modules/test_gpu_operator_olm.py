@@ -156,12 +156,35 @@ def test_a_clusterpolicy_no_helm_release_owns(forced):
     assert any("chart_ref ignored" in w for w in warnings), warnings
 
 
-def test_olm_lists_forbidden_warn_and_go_on_as_helm():
+@pytest.mark.parametrize("forbidden", ["subscriptions", "clusterserviceversions"])
+def test_olm_lists_forbidden_fail_before_anything_changes(forbidden):
+    """auto: a refused list of OLM's objects is no proof that OLM did not install the operator."""
+    source = FakeSource(olm_state(), forbidden=(forbidden,))
+    res = run(source, {"chart_ref": "/charts/gpu-operator"})
+    assert res["failed"] and res["changed"] is False and source.patches == [], res
+    assert "list %s.operators.coreos.com is forbidden" % forbidden in res["msg"], res["msg"]
+    assert "install_method: helm" in res["msg"] and "nothing was changed" in res["msg"], res["msg"]
+    assert "helm: not installed here" not in res["msg"]  # helm never ran
+
+
+def test_olm_lists_forbidden_with_install_method_helm_warn_and_go_on():
     source = FakeSource({"clusterpolicies": []}, forbidden=("subscriptions",))
     warnings = []
-    res = run(source, {"chart_ref": "/charts/gpu-operator"}, warnings)
-    assert any("cannot tell whether OLM installed the GPU Operator" in w and "403" in w for w in warnings), warnings
+    res = run(source, {"chart_ref": "/charts/gpu-operator", "install_method": "helm"}, warnings)
+    assert any("not checked whether OLM installed the GPU Operator" in w and "403" in w for w in warnings), warnings
     assert res["install_method"] == "helm" and "helm: not installed here" in res["msg"]
+
+
+def test_no_olm_crds_means_no_olm():
+    """404 (no OLM's CRDs on the cluster): KubeSource lists OLM's objects as none, not as an error."""
+    from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
+
+    class NoOlm(kw.KubeSource):
+        def __init__(self):  # pylint: disable=super-init-not-called
+            def missing(**kwargs):  # pylint: disable=unused-argument
+                raise kw.ApiException(status=404, reason="Not Found")
+            self.calls = {"subscriptions": missing, "clusterserviceversions": missing}
+    assert NoOlm().list("subscriptions")[0] == []
 
 
 def test_finding_the_installer_counts_against_wait_timeout():
