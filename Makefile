@@ -181,6 +181,8 @@ galaxy-import: eco-venv build
 	cd build/galaxy-importer && PATH=$(ECO):$$PATH GALAXY_IMPORTER_TMP_ROOT_DIR=$(CURDIR)/build/galaxy-importer \
 	  $(ECO)/python -m galaxy_importer.main $(CURDIR)/$(TARBALL) 2>&1 | tee $(CURDIR)/build/galaxy-importer.log
 	grep -q '^Importer processing completed successfully' build/galaxy-importer.log
+	@# the bar is an import without a warning or an error line, not only a successful one
+	! grep -E '^(WARNING|ERROR)' build/galaxy-importer.log
 
 docs-lint: eco-venv collection-link
 	cd $(COLLECTION_LINK) && ANSIBLE_COLLECTIONS_PATH=$(ECO_COLLECTIONS) \
