@@ -68,7 +68,9 @@ def recap(out):
 def test_the_quick_start_and_your_own_fleet_steps_roll_out_the_lab_from_an_own_directory(clone):
     quick_start = section_blocks("Quick start")
     assert quick_start[0].startswith("make demo ")
-    rc, out = paste(clone, "\n".join(quick_start))
+    # every line but `make test`, which runs this very test (and takes half an hour)
+    steps = [line for line in "\n".join(quick_start).splitlines() if not line.startswith("make test")]
+    rc, out = paste(clone, "\n".join(steps))
     assert rc == 0, out[-6000:]
     own = section_blocks("Your own fleet")
     assert own, "no steps"
