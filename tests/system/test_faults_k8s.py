@@ -174,7 +174,8 @@ def test_kubernetes_api_answering_500(rig, tmp_path):
     assert rc != 0 and res["failed"] is True, out[-4000:]
     msg = res["msg"]
     assert "Kubernetes API unavailable" in msg and "after 5 attempts" in msg, msg
-    assert "an error on the server" in msg and "has prevented the request from succeeding" in msg, msg
+    # the first read that meets the 500s names them: the API client's (finding the installer) or helm's
+    assert "HTTP 500" in msg or ("an error on the server" in msg and "has prevented the request" in msg), msg
     assert proxy.answered_500 >= 5 and proxy.relayed == 0
     assert not any(" upgrade " in c for c in res.get("commands", []))
     assert rig.revisions() == []

@@ -21,7 +21,6 @@ PYTHON_FOR_CORE = {"2.19": "3.11", "2.20": "3.12", "2.21": "3.13"}
 CORES = sorted(PYTHON_FOR_CORE, key=Version)
 
 
-
 def _tracked_files():
     out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
                          stdout=subprocess.PIPE, check=True).stdout.decode()

@@ -122,7 +122,7 @@ def test_failed_wait_puts_the_managed_paths_back():
     res = run(source, {"wait_timeout": 2})
     assert res["failed"] and res["changed"] is True and "GDS not ready" in res["msg"]
     assert "put back as they were" in res["msg"]
-    assert [body for _, body in source.patches][1] == {"spec": {"gds": {
+    assert [body for dummy, body in source.patches][1] == {"spec": {"gds": {
         "enabled": False, "version": None, "repository": None, "image": None}}}
     assert source.state["clusterpolicies"][0]["spec"]["gds"] == {"enabled": False}
 
