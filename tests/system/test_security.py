@@ -109,7 +109,7 @@ def test_secret_options_are_no_log_in_module_argument_specs():
     missing, seen = [], {}
     for mod in MODULES:
         module = importlib.import_module("ansible_collections.gpudirect.storage.plugins.modules." + mod)
-        for name, opt in _options(module.argument_spec()):
+        for name, opt in _options(module.arguments().argument_spec if hasattr(module, "arguments") else module.argument_spec()):
             if SECRET_NAME.search(name.split(".")[-1]) or name in KNOWN_SECRETS.get(mod, []):
                 seen.setdefault(mod, []).append(name)
                 if not opt.get("no_log"):
