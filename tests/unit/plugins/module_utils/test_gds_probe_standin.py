@@ -80,47 +80,27 @@ def test_handle_not_registered_quotes_cufile_log(tmp_path, libs):
     assert os.listdir(str(probe_dir)) == []  # the file is deleted on failure too
 
 
-def test_config_error_stdout_in_reason(tmp_path, libs):
-    facts, _dir = run(tmp_path, libs, mode="config_error")
-    assert facts["mode"] == "failed"
-    assert facts["reasons"][0].startswith("cuFileDriverOpen failed: -22 EINVAL")
-    assert "libcufile printed: error reading config properties.max_direct_io_size_kb" in facts["reasons"]
-    assert facts["probe"]["rc"] == 0
-
-
-def test_abort_survived(tmp_path, libs):
-    facts, _dir = run(tmp_path, libs, mode="abort")
-    assert facts["mode"] == "failed"
-    assert facts["probe"]["signal"] == "SIGABRT" and facts["probe"]["last_step"] == "cuFileDriverOpen"
-    assert facts["reasons"][0] == "probe child killed by SIGABRT during cuFileDriverOpen"
-    assert "libcufile printed: error reading config logging" in facts["reasons"]
-    assert "Json::LogicError" in facts["reason"]
-
-
-def test_no_device_is_unavailable(tmp_path, libs):
-    facts, _dir = run(tmp_path, libs, cuda="nodevice")
-    assert facts["mode"] == "unavailable"
-    assert facts["reason"] == "no usable NVIDIA GPU: cuInit failed: CUDA_ERROR_NO_DEVICE (100)"
-
-
-def test_timeout(tmp_path, libs):
-    facts, _dir = run(tmp_path, libs, cuda="hang", probe_timeout=2)
-    assert facts["mode"] == "failed"
-    assert facts["probe"]["timed_out"] is True
-    assert facts["reasons"][0] == "probe timed out after 2 s during cuInit"
-
-
-def test_corrupt_read_fails_verification(tmp_path, libs):
-    facts, _dir = run(tmp_path, libs, mode="corrupt")
-    assert facts["mode"] == "failed"
-    assert facts["reason"].startswith("data read back differs at offset 1048576")
-    assert facts["verified"] is False
-
-
-def test_write_error_named(tmp_path, libs):
-    facts, _dir = run(tmp_path, libs, mode="write_error")
-    assert facts["mode"] == "failed"
-    assert "cuFileWrite failed at offset" in facts["reason"] and "EIO (Input/output error)" in facts["reason"]
+# first: reasons[0], or its start where it ends in "..."; listed: other reasons; said: words in the reason
+@pytest.mark.parametrize("kw, mode, first, listed, said, probe", [
+    ({"mode": "config_error"}, "failed", "cuFileDriverOpen failed: -22 EINVAL...",
+     ["libcufile printed: error reading config properties.max_direct_io_size_kb"], [], {"rc": 0}),
+    ({"mode": "abort"}, "failed", "probe child killed by SIGABRT during cuFileDriverOpen",
+     ["libcufile printed: error reading config logging"], ["Json::LogicError"],
+     {"signal": "SIGABRT", "last_step": "cuFileDriverOpen"}),
+    ({"cuda": "nodevice"}, "unavailable", "no usable NVIDIA GPU: cuInit failed: CUDA_ERROR_NO_DEVICE (100)", [], [], {}),
+    ({"cuda": "hang", "probe_timeout": 2}, "failed", "probe timed out after 2 s during cuInit", [], [], {"timed_out": True}),
+    ({"mode": "corrupt"}, "failed", "data read back differs at offset 1048576...", [], [], {}),
+    ({"mode": "write_error"}, "failed", "cuFileWrite failed at offset...", [], ["EIO (Input/output error)"], {}),
+    ({"mode": "p2pdma"}, "p2pdma", "...", [], [], {}),
+])
+def test_each_probe_outcome_is_named(tmp_path, libs, kw, mode, first, listed, said, probe):
+    facts, _dir = run(tmp_path, libs, **kw)
+    assert facts["mode"] == mode, facts["reason"]
+    head = facts["reasons"][0]
+    assert head.startswith(first[:-3]) if first.endswith("...") else head == first
+    assert set(listed) <= set(facts["reasons"]) and all(w in facts["reason"] for w in said)
+    assert dict((k, facts["probe"][k]) for k in probe) == probe
+    assert facts["verified"] is (mode not in ("failed", "unavailable"))
 
 
 def test_gds_proven_by_nvidia_fs_counters(tmp_path, libs):
@@ -135,11 +115,6 @@ def test_gds_proven_by_nvidia_fs_counters(tmp_path, libs):
     # the untimed 1 MiB warm-up write, then 8 MiB = one 16 MiB-or-less chunk
     assert facts["reason"].startswith("nvidia-fs Writes ok +2,")
     assert facts["nvidia_fs"]["loaded"] is True and facts["versions"]["nvidia_fs"] == "2.26"
-
-
-def test_p2pdma(tmp_path, libs):
-    facts, _dir = run(tmp_path, libs, mode="p2pdma")
-    assert facts["mode"] == "p2pdma", facts["reason"]
 
 
 def test_probe_source_is_the_module_file(monkeypatch):
