@@ -74,7 +74,9 @@ class ActionModule(ActionBase):
         if picked["select_from_variables"]:
             if roles:
                 raise AnsibleActionFail("roles and select_from_variables are mutually exclusive", obj=self._task.args)
-            selected = _role_options.selection(self._templar, task_vars or {})
+            selected, problem = _role_options.selection(self._templar, task_vars or {})
+            if problem:
+                return dict(result, failed=True, msg=problem)
             result["preflight_only"] = selected.pop("preflight_only")
             roles = selected.pop("roles")
             task_args = dict(selected, **task_args)

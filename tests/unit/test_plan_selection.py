@@ -3,8 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """site.yml's plan task selects its stages from the gds_plan role's variables and the run's tags
 in the action (role_options.selection): what --tags, --skip-tags, gds_<stage>_enabled and the
-gds_plan_* variables select. (A bad gds_plan_* variable is named by Ansible's role check:
-tests/unit/test_role_options.py.)"""
+gds_plan_* variables select, and a bad gds_plan_* variable named before the host is touched."""
 
 from __future__ import annotations
 
@@ -20,7 +19,9 @@ STAGES_ALL = ["mofed", "nvidia_fs", "cufile", "gds_preflight", "gds_verify"]
 
 def select(**overrides):
     task_vars = host_vars(**overrides)
-    return _role_options.selection(Templar(loader=DataLoader(), variables=task_vars), task_vars)
+    selected, problem = _role_options.selection(Templar(loader=DataLoader(), variables=task_vars), task_vars)
+    assert problem is None
+    return selected
 
 
 @pytest.mark.parametrize("overrides, roles, preflight_only", [
@@ -66,3 +67,15 @@ def test_the_action_plans_the_selected_roles_and_says_whether_the_run_is_preflig
 def test_the_role_defaults_hold_no_template_the_plan_task_would_compile_per_host():
     defaults = host_vars()
     assert not [name for name, value in defaults.items() if isinstance(value, str) and "{{" in value]
+
+
+@pytest.mark.parametrize("variable, value, needle", [
+    ("gds_plan_stages", 5, "gds_plan_stages"), ("gds_plan_stages", ["mofed", "nvidia-fs"], "nvidia-fs"),
+    ("gds_plan_stages", {"mofed": 1}, "gds_plan_stages"), ("gds_plan_verify", "maybe", "gds_plan_verify"),
+    ("gds_plan_preflight_only", "{{ 'sure' }}", "gds_plan_preflight_only"),
+    ("gds_plan_unknown_variables", "loud", "gds_plan_unknown_variables")])
+def test_a_bad_gds_plan_variable_fails_naming_it_before_the_host_is_touched(variable, value, needle):
+    result, execute = run_roles(select=True, **{variable: value})
+    assert result["failed"] is True and execute.call_count == 0
+    assert "gds_plan: " in result["msg"] and variable in result["msg"] and needle in result["msg"], result["msg"]
+    assert "nothing was changed" in result["msg"]

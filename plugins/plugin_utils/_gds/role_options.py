@@ -129,36 +129,42 @@ def from_roles(templar, roles, task_vars):
 
 
 def selection(templar, task_vars):
-    """The options site.yml's plan task takes from the gds_plan role's variables (validated by
-    Ansible when the role is imported) and the run's tags: ``roles``, ``rollout_group``,
-    ``converged_group``, ``unknown_variables`` and ``preflight_only``. Unset, gds_plan_stages,
-    gds_plan_preflight, gds_plan_verify and gds_plan_preflight_only follow gds_<stage>_enabled,
-    --tags and --skip-tags."""
+    """(the options site.yml's plan task takes from the gds_plan role's variables and the run's
+    tags: ``roles``, ``rollout_group``, ``converged_group``, ``unknown_variables`` and
+    ``preflight_only``; an error message or None). The role's variables are checked against its
+    argument spec first, as Ansible's role argument validation would (the play turns that off: it
+    is a task per host). Unset, gds_plan_stages, gds_plan_preflight, gds_plan_verify and
+    gds_plan_preflight_only follow gds_<stage>_enabled, --tags and --skip-tags."""
+    options = role_files("gds_plan")[0]
+    checked = ArgumentSpecValidator(options).validate(role_values(templar, ["gds_plan"], task_vars))
+    if checked.error_messages:
+        return {}, invalid(["gds_plan: " + named_empty_choice(e) for e in checked.error_messages])
+    plan = checked.validated_parameters
     run_tags = set(task_vars.get("ansible_run_tags") or ["all"])
     skip_tags = set(task_vars.get("ansible_skip_tags") or [])
 
-    def value(name, default=None):
-        return templar.template(task_vars[name]) if task_vars.get(name) is not None else default
-
     def switch(name, default):
-        return boolean(value(name, default), strict=False)
+        value = task_vars.get(name)
+        return boolean(templar.template(value), strict=False) if value is not None else default
 
-    asked = value("gds_plan_stages")
-    if asked is not None:
-        stages = [s for s in SELECTABLE_STAGES if s in asked]
+    def chosen(name, default):
+        return plan[name] if plan[name] is not None else default
+
+    if plan["gds_plan_stages"] is not None:
+        stages = [s for s in SELECTABLE_STAGES if s in plan["gds_plan_stages"]]
     else:
-        chosen = SELECTABLE_STAGES if "all" in run_tags else run_tags
+        tagged = SELECTABLE_STAGES if "all" in run_tags else run_tags
         stages = [s for s in SELECTABLE_STAGES
-                  if switch("gds_%s_enabled" % s, True) and s in chosen and s not in skip_tags]
-    preflight = switch("gds_plan_preflight", switch("gds_preflight_enabled", True) and "preflight" not in skip_tags)
-    verify = switch("gds_plan_verify", switch("gds_verify_enabled", True) and "verify" not in skip_tags)
-    preflight_only = switch("gds_plan_preflight_only",
+                  if switch("gds_%s_enabled" % s, True) and s in tagged and s not in skip_tags]
+    preflight = chosen("gds_plan_preflight", switch("gds_preflight_enabled", True) and "preflight" not in skip_tags)
+    verify = chosen("gds_plan_verify", switch("gds_verify_enabled", True) and "verify" not in skip_tags)
+    preflight_only = chosen("gds_plan_preflight_only",
                             not stages and "preflight" in run_tags and "verify" not in run_tags)
     roles = stages + (["gds_preflight"] if preflight else []) + (["gds_verify"] if verify else [])
     return dict(roles=roles, preflight_only=preflight_only,
-                rollout_group="" if preflight_only else value("gds_plan_rollout_group", "gds_rollout"),
-                converged_group="" if preflight_only else value("gds_plan_converged_group", "gds_converged"),
-                unknown_variables=value("gds_plan_unknown_variables", "fail"))
+                rollout_group="" if preflight_only else plan["gds_plan_rollout_group"],
+                converged_group="" if preflight_only else plan["gds_plan_converged_group"],
+                unknown_variables=plan["gds_plan_unknown_variables"]), None
 
 
 def warm():
