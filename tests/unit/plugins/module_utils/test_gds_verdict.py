@@ -90,17 +90,6 @@ def test_gds_unproven_when_counters_off():
     assert "rw_stats_enabled=1" in out["reason"]
 
 
-def test_p2pdma():
-    out = v.verdict(facts(log=[], params={"use_pci_p2pdma": True}, props={"nvfs_major_version": 0, "fflags": 30}))
-    assert out["mode"] == "p2pdma"
-
-
-def test_force_compat_mode_is_a_reason():
-    out = v.verdict(facts(params={"force_compat_mode": True, "use_pci_p2pdma": False}))
-    assert out["mode"] == "compat"
-    assert any("force_compat_mode" in r for r in out["reasons"])
-
-
 def test_handle_not_registered_quotes_udev_and_log_lines():
     log = parse.parse_cufile_log(text("cufile-log-lmcache-795-dm0.txt"))
     error = {"step": "cuFileHandleRegister", "kind": "cufile", "err": 5027, "cu_err": 0}
@@ -136,11 +125,6 @@ def test_config_rejected_quotes_stdout():
     assert "5027" not in out["reason"]
 
 
-def test_driver_not_initialized_hint():
-    out = v.verdict(facts([], log=[], error={"step": "cuFileDriverOpen", "kind": "cufile", "err": 5001, "cu_err": 0}))
-    assert "CU_FILE_DRIVER_NOT_INITIALIZED (5001)" in out["reason"] and "allow_compat_mode" in out["reason"]
-
-
 def test_abort_is_reported_with_step_and_stdout():
     out = v.verdict(facts([], log=[], signal="SIGABRT", last_step="cuFileDriverOpen", rc=-6,
                           stdout_lines=["error reading config logging"],
@@ -149,11 +133,6 @@ def test_abort_is_reported_with_step_and_stdout():
     assert out["reasons"][0] == "probe child killed by SIGABRT during cuFileDriverOpen"
     assert "libcufile printed: error reading config logging" in out["reasons"]
     assert any(r.startswith("stderr: terminate called") for r in out["reasons"])
-
-
-def test_timeout():
-    out = v.verdict(facts([], timed_out=True, signal="SIGALRM", timeout=5, last_step="cuInit"))
-    assert out["reasons"][0] == "probe timed out after 5 s during cuInit"
 
 
 def test_verify_mismatch_and_io_errors():
@@ -172,6 +151,22 @@ def test_verify_mismatch_and_io_errors():
 def test_o_direct_refused():
     err = {"step": "open", "kind": "os", "errno": 22, "strerror": "Invalid argument", "file": "/dev/shm/x"}
     assert v.describe_error(err).endswith("the file system refused O_DIRECT")
+
+
+# first: reasons[0] (None: not checked); words: in the reason
+@pytest.mark.parametrize("change, mode, first, words", [
+    ({"log": [], "params": {"use_pci_p2pdma": True}, "props": {"nvfs_major_version": 0, "fflags": 30}}, "p2pdma", None, []),
+    ({"params": {"force_compat_mode": True, "use_pci_p2pdma": False}}, "compat", None, ["force_compat_mode"]),
+    ({"paths": [], "log": [], "error": {"step": "cuFileDriverOpen", "kind": "cufile", "err": 5001, "cu_err": 0}}, "failed", None,
+     ["CU_FILE_DRIVER_NOT_INITIALIZED (5001)", "allow_compat_mode"]),
+    ({"paths": [], "timed_out": True, "signal": "SIGALRM", "timeout": 5, "last_step": "cuInit"}, "failed",
+     "probe timed out after 5 s during cuInit", []),
+    ({}, "compat", None, ["a loop device (a file on another file system)"]),
+])
+def test_mode_and_reason(change, mode, first, words):
+    out = v.verdict(facts(**change))
+    assert out["mode"] == mode and all(w in out["reason"] for w in words), out["reason"]
+    assert first in (None, out["reasons"][0])
 
 
 def test_worst_path_wins_and_each_path_is_named():
@@ -258,8 +253,8 @@ STORAGE_TMPFS = {"path": "/dev/shm", "fstype": "tmpfs", "device": "tmpfs", "moun
 
 
 def test_a_probe_on_tmpfs_says_tmpfs_and_o_direct_not_a_libcufile_classification_error():
-    """Issue 14 on the H100: /dev/shm failed cuFileHandleRegister with 5027 and the reason blamed
-    libcufile's block device classification."""
+    """On the H100 /dev/shm failed cuFileHandleRegister with 5027 and the reason blamed libcufile's
+    block device classification."""
     error = {"step": "cuFileHandleRegister", "kind": "cufile", "err": 5027, "cu_err": 0}
     out = v.verdict(facts([{"path": "/dev/shm", "ok": False, "error": error}], [STORAGE_TMPFS], log=[]))
     assert out["mode"] == "failed"
@@ -273,11 +268,6 @@ def test_an_o_direct_refusal_does_not_guess_the_file_system():
     out = v.verdict(facts([{"path": "/mnt/gds", "ok": False, "error": err}], [STORAGE_LOOP], log=[]))
     assert "tmpfs" not in out["reason"] and "refused O_DIRECT" in out["reason"]
     assert "/mnt/gds (ext4) is on /dev/loop0, a loop device" in out["reason"]
-
-
-def test_compat_on_a_loop_device_names_the_loop_device_first_class():
-    out = v.verdict(facts())
-    assert any("a loop device (a file on another file system)" in r for r in out["reasons"])
 
 
 def test_cufile_json_errors_join_a_failed_verdict_here_and_nowhere_else():
