@@ -126,19 +126,11 @@ def _flaky(helm, failures):
 @pytest.mark.parametrize("failures, ok", [(2, True), (9, False)])
 def test_gpu_operator_retries_reads_then_succeeds_or_fails_clearly(failures, ok):
     from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
-    from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
     from ansible_collections.gpudirect.storage.tests.unit.plugins.modules import test_gpu_operator as gop
-    from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
     helm = gop.FakeHelm(*gop.deployed({"gds": {"enabled": True, "version": "2.29.4"}}))
-    runner = mock.Mock()
-    runner.run.side_effect = _flaky(helm, failures)
     slept = []
-    with mock.patch.object(mgr, "Runner", return_value=runner), \
-            mock.patch.object(mgr.time, "sleep", slept.append), \
-            mock.patch.object(mgr.auth, "default_kubeconfig_exists", return_value=True), \
-            mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=gop.FakeSource(gop.HEALTHY)):
-        res = run_module(gpu_operator.main, {"chart_ref": "/charts/gpu-operator", "helm_binary": "helm",
-                                             "wait_timeout": 2, "gds": {"version": "2.30.1"}})
+    with mock.patch.object(mgr.time, "sleep", slept.append):
+        res = gop.run(_flaky(helm, failures), {"gds": {"version": "2.30.1"}})
     verbs = [c[1] for c in helm.calls]
     if ok:
         assert not res.get("failed") and res["changed"] and slept == [0.5, 1], res

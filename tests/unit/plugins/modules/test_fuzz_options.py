@@ -349,20 +349,9 @@ def test_fuzz_gpu_operator_options(record_property, tmp_path):
 
     def attempt(args, needle):
         helm = gop.FakeHelm(*gop.deployed({"gds": {"enabled": True, "version": "2.29.4"}}))
-        result = _without_chart_ref(gop, helm, args) if needle == "chart_ref" else gop.run(helm, args)
+        result = gop.run(helm, dict(args, chart_ref=None) if needle == "chart_ref" else args)
         return result, [c for c in helm.calls if c[1] in mutating]
     fuzz(record_property, cases(gpu_operator.argument_spec(), base, semantic), attempt)
-
-
-def _without_chart_ref(gop, helm, args):
-    from unittest import mock
-    from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
-    runner = mock.Mock()
-    runner.run.side_effect = helm
-    with mock.patch.object(mgr, "Runner", return_value=runner), \
-            mock.patch.object(mgr.auth, "default_kubeconfig_exists", return_value=True), \
-            mock.patch.object(mgr.GpuOperatorManager, "_source", return_value=gop.FakeSource(gop.HEALTHY)):
-        return run_module(gpu_operator.main, dict(args, helm_binary="helm"))
 
 
 # --------------------------------------------------------------------------- gds_node_probe
