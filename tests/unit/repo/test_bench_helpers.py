@@ -257,3 +257,33 @@ def test_report_of_a_saved_run_without_cpu_figures():
     text = benchlib.report(results_for([3, 100], 0.11), None, GOALS, 3)
     assert "| rerun | 0.110 | 1.10 PASS | - | - |" in text
     assert "INFO CPU per added host" not in text and "| 100 | 7.50 +" not in text
+
+
+def test_a_timed_rerun_is_a_true_second_run_of_site_yml_beside_verify_rounds(tmp_path):
+    """The report records which playbooks wrote it: a report directory shared by verify.yml and
+    site.yml is rewritten by every run (localhost changed=1) though no GDS host changed."""
+    import importlib.machinery
+    import importlib.util
+    import types
+    from unittest.mock import patch
+    loader = importlib.machinery.SourceFileLoader("bench_run", os.path.join(ROOT, "bench", "run"))
+    run = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_run", loader))
+    loader.exec_module(run)
+    last_writer = {}
+
+    def sh(argv, env=None, check=True, memory=False):
+        playbook = next((a for a in argv if a.endswith(".yml") and "hosts" not in a), None)
+        where = (env or {}).get("GDS_REPORT_DIR", "default")
+        changed = int(playbook is not None and "peer" not in playbook and last_writer.get(where) != playbook)
+        last_writer[where] = playbook if changed else last_writer.get(where)
+        out = ("PLAY RECAP ***\nbench-01 : ok=2 changed=0 unreachable=0 failed=0 skipped=0\n"
+               "localhost : ok=1 changed=%d unreachable=0 failed=0 skipped=0\n" % changed)
+        return 0.1, out, 1, 1
+
+    fleet = types.SimpleNamespace(dir=str(tmp_path), inventory=str(tmp_path / "hosts.yml"), cost={},
+                                  cpu_seconds=lambda: (0.0, 0.0))
+    fleet.playbook = lambda *a, **kw: run.Fleet.playbook(fleet, *a, **kw)
+    with patch.object(run, "sh", sh):
+        measured = run.measure(fleet, rounds=3, peer_rounds=1)
+    assert measured["rerun_changed"] == [0, 0, 0]
+    assert measured["first"]["changed"] == 1  # counted over every host, localhost included
