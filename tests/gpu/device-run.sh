@@ -9,27 +9,21 @@
 #
 # 1. installs the carried wheels into /tmp/site (ansible-core 2.20 + jsonschema + kvikio);
 # 2. captures the host files the parsers read (for tests/fixtures/gds);
-# 3. prepares a loop-mounted ext4 with udev data at /mnt/gds: microVM test preparation (the
-#    VM has no udev database), NOT something the collection does to real hosts;
+# 3. prepares /mnt/gds (lib.sh: loop ext4 + udev data, microVM test preparation);
 # 4. runs playbooks/verify.yml against localhost (module on /usr/bin/python3, stdlib only):
 #    (a) probe_path=/mnt/gds, 256 MiB      -> expect compat, reason names the missing nvidia_fs
 #    (b) probe_path=/var/tmp (root fs)      -> expect failed, reason quotes cufile.log udev lines
 #    (c) CUFILE_ENV_PATH_JSON rejected      -> expect failed, libcufile's stdout line in the reason
 #    (d) CUFILE_ENV_PATH_JSON that aborts   -> expect failed with SIGABRT, the module returns
-# 5. runs tests/gpu/issue14-run.sh (issue 14: the gate needs a verified probe, tmpfs named as
-#    tmpfs, probe_path auto, verify.yml -i localhost, writes <checkout>/reports with the host);
+# 5. runs tests/gpu/issue14-run.sh (the gate needs a verified probe, tmpfs named as tmpfs,
+#    probe_path auto, verify.yml -i localhost, writes <checkout>/reports with the host);
 # 6. runs bench/gpu-probe (probe vs kvikio vs dd; gds_facts wall time) - GDS_DEVICE_RUN_BENCH:
 #    full (default), short (64/256 MiB, 3 rounds, ~2 min) or 0 (skipped: the run takes ~3 min);
 # 7. prints a compact summary (also $OUT/summary.txt). Budget: well under 8 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-REPO=$PWD
-OUT=${OUT:-$REPO/build/device-out}
-W=/tmp/gds-device-run
-mkdir -p "$OUT" && rm -rf "$W" && mkdir -p "$W/logs" || exit 1
-exec > >(tee "$OUT/run.log") 2>&1
-T0=$(date +%s)
-step() { echo; echo "=== +$(( $(date +%s) - T0 ))s $*"; }
+. tests/gpu/lib.sh
+run_start device-out /tmp/gds-device-run run.log
 
 SITE=${GDS_DEVICE_RUN_SITE:-/tmp/site}
 BENCH=${GDS_DEVICE_RUN_BENCH:-full}
@@ -38,7 +32,7 @@ step "install carried wheels into $SITE"
 if [ -x "$SITE/bin/ansible-playbook" ] && PYTHONPATH=$SITE python3 -c "import $NEED" 2>/dev/null; then
   echo "already installed (the command line installed them first)"
 else
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
+  install_wheels
 fi
 export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH
 ansible --version | head -1
@@ -64,17 +58,9 @@ step "capture host files for tests/fixtures/gds"
 } > "$OUT/captures.txt" 2>&1
 echo "captured $(wc -l < "$OUT/captures.txt") lines"
 
-# GDS_DEVICE_RUN_PROBE_DIR: a dry run elsewhere (e.g. with the C stand-ins) skips the preparation.
-D=${GDS_DEVICE_RUN_PROBE_DIR:-/mnt/gds}
-if [ -z "${GDS_DEVICE_RUN_PROBE_DIR:-}" ]; then
-  step "prepare /mnt/gds: loop ext4 + udev data (microVM test preparation)"
-  . "$REPO/tests/gpu/prepare-mnt-gds.sh" && prepare_mnt_gds || exit 1
-  unset LD_LIBRARY_PATH  # the module finds libcufile itself (/usr/local/cuda*/lib64)
-fi
-
-mkdir -p "$W/coll/ansible_collections/gpudirect" && ln -sfn "$REPO" "$W/coll/ansible_collections/gpudirect/storage"
-export ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$W/coll ANSIBLE_CALLBACK_RESULT_FORMAT=json \
-       ANSIBLE_LOCAL_TEMP=$W/atmp ANSIBLE_NOCOLOR=1
+probe_dir GDS_DEVICE_RUN_PROBE_DIR
+collection_env
+export ANSIBLE_CALLBACK_RESULT_FORMAT=json
 # (c) rejected: mismatched posix_pool_slab arrays (libcufile: "error reading config ...", -22)
 printf '{ "properties": { "posix_pool_slab_size_kb": [4, 1024, 16384], "posix_pool_slab_count": [128, 64] } }\n' \
   > "$W/cufile-rejected.json"

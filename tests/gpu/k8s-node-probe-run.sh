@@ -2,22 +2,17 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 #
-# gds_node_probe on the real H100 host (shared/device/GPU-HOST.md): the Kubernetes API emulator
-# and its simulated kubelet run there, the kubelet REALLY runs the probe pod's command as a local
-# process against the REAL libcuda/libcufile, and the node's verdict is printed next to what
-# gds_facts says on the same host in the same run. From the repository root, as root, with the
-# wheels of tests/gpu/wheels.txt carried in .whl/:
+# gds_node_probe on the real H100 host (shared/device/GPU-HOST.md): the emulator's kubelet REALLY
+# runs the probe pod's command as a local process against the REAL libcuda/libcufile, and the
+# node's verdict is printed next to gds_facts' on the same host. From the repository root, as
+# root, with the wheels of tests/gpu/wheels.txt carried in .whl/:
 #
 #   bash tests/gpu/k8s-node-probe-run.sh          (files land in $OUT, default build/device-out-k8s)
 #
-# 1. installs the carried wheels into /tmp/site (ansible-core, cryptography, kubernetes and its imports);
-# 2. prepares /mnt/gds as tests/gpu/device-run.sh does (loop ext4 + udev data: microVM preparation);
-# 3. gds_facts (playbooks/verify.yml, module on /usr/bin/python3): 256 MiB probe on /mnt/gds;
-# 4. the emulator with one GPU node named after this host, then gds_node_probe (ansible-playbook,
-#    module on /usr/bin/python3 + the kubernetes client from /tmp/site): 256 MiB on /mnt/gds, labels on;
-# 5. prints both verdicts and PASS when they agree: compat, the reason names nvidia_fs, 256 MiB
-#    verified, the pod's sha256 check of the probe code passed and the node was labelled, and no
-#    pod or ConfigMap is left. Budget: about a minute.
+# After lib.sh's k8s_start (the wheels, /mnt/gds, gds_facts and the emulator), gds_node_probe:
+# 256 MiB on /mnt/gds, labels on. PASS when both agree: compat, the reason names nvidia_fs, 256 MiB
+# verified, the pod's sha256 check of the probe code passed and the node was labelled, and no
+# pod or ConfigMap is left. Budget: about a minute.
 #
 # Dry run elsewhere with the C stand-ins: set GDS_DEVICE_RUN_PROBE_DIR (skips the /mnt/gds
 # preparation), export LD_LIBRARY_PATH / GPUDIRECT_HOST_ROOT / GPUDIRECT_PROC_ROOT for gds_facts (the
@@ -25,56 +20,9 @@
 # use an existing environment instead of the wheels.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-REPO=$PWD
-OUT=${OUT:-$REPO/build/device-out-k8s}
-W=/tmp/gds-k8s-node-probe-run
-mkdir -p "$OUT" && rm -rf "$W" && mkdir -p "$W/logs" || exit 1
-exec > >(tee "$OUT/run.log") 2>&1
-T0=$(date +%s)
-step() { echo; echo "=== +$(( $(date +%s) - T0 ))s $*"; }
-PY=${GDS_DEVICE_RUN_TARGET_PYTHON:-/usr/bin/python3}
-
-SITE=${GDS_DEVICE_RUN_SITE:-/tmp/site}
-step "python environment"
-if [ -z "${GDS_DEVICE_RUN_PYTHONPATH:-}" ]; then
-  if ! { [ -x "$SITE/bin/ansible-playbook" ] && PYTHONPATH=$SITE "$PY" -c 'import ansible, kubernetes, cryptography' 2>/dev/null; }; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
-  fi
-fi
-export PYTHONPATH=${GDS_DEVICE_RUN_PYTHONPATH:-$SITE} PATH=${GDS_DEVICE_RUN_BIN:-$SITE/bin}:$PATH
-ansible-playbook --version | head -1
-"$PY" -c 'import kubernetes, cryptography; print("kubernetes", kubernetes.__version__, "cryptography", cryptography.__version__)' || exit 1
-
-D=${GDS_DEVICE_RUN_PROBE_DIR:-/mnt/gds}
-if [ -z "${GDS_DEVICE_RUN_PROBE_DIR:-}" ]; then
-  step "prepare /mnt/gds: loop ext4 + udev data (microVM test preparation, as tests/gpu/device-run.sh)"
-  . "$REPO/tests/gpu/prepare-mnt-gds.sh" && prepare_mnt_gds || exit 1
-  unset LD_LIBRARY_PATH  # both find libcufile themselves (/usr/local/cuda*/lib64)
-fi
-
-mkdir -p "$W/coll/ansible_collections/gpudirect" && ln -sfn "$REPO" "$W/coll/ansible_collections/gpudirect/storage"
-export ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$W/coll ANSIBLE_CALLBACK_RESULT_FORMAT=json \
-       ANSIBLE_LOCAL_TEMP=$W/atmp ANSIBLE_NOCOLOR=1
-
-step "gds_facts on this host: playbooks/verify.yml, 256 MiB on $D"
-ansible-playbook -v playbooks/verify.yml -i localhost, -c local -e ansible_python_interpreter="$PY" \
-  -e '{"gds_verify_probe_path": ["'"$D"'"], "gds_verify_probe_size_mb": 256, "gds_report_enabled": false}' \
-  > "$W/logs/gds-facts.log" 2>&1
-echo "rc=$?"
-
-step "the API emulator with one GPU node ($(hostname -s)) and its kubelet"
-NODE=$(hostname -s | tr 'A-Z_' 'a-z-')
-KUBELET=$("$PY" -c 'import json, os
-env = dict((k, os.environ[k]) for k in ("LD_LIBRARY_PATH", "GPUDIRECT_HOST_ROOT", "GPUDIRECT_PROC_ROOT") if os.environ.get(k))
-print(json.dumps({"node_env": {"*": env}}))')
-echo "kubelet settings: $KUBELET"
-EMULATOR_KUBELET=$KUBELET PYTHONPATH=$REPO/tests/fixtures:$PYTHONPATH "$PY" -m k8s_emulator --workdir "$W/emu" \
-  --nodes "$NODE:ubuntu:24.04:gpu:labelled" > "$W/logs/emulator.log" 2>&1 &
-EMU=$!
-trap 'kill $EMU 2>/dev/null; wait $EMU 2>/dev/null' EXIT
-for _ in $(seq 1 200); do [ -s "$W/emu/ready" ] && break; kill -0 $EMU 2>/dev/null || break; sleep 0.1; done
-[ -s "$W/emu/ready" ] || { echo "emulator did not start"; cat "$W/logs/emulator.log"; exit 1; }
-echo "emulator $(cat "$W/emu/ready") pid $EMU"
+. tests/gpu/lib.sh
+run_start device-out-k8s /tmp/gds-k8s-node-probe-run run.log
+k8s_start
 
 step "gds_node_probe: a probe pod on $NODE, 256 MiB on $D"
 ansible-playbook -v tests/integration/gds_node_probe/playbooks/module.yml -i localhost, -c local \

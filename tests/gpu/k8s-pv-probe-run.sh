@@ -11,14 +11,12 @@
 #
 #   bash tests/gpu/k8s-pv-probe-run.sh          (files land in $OUT, default build/device-out-pv)
 #
-# 1. installs the carried wheels into /tmp/site (ansible-core, the kubernetes client and its imports);
-# 2. prepares /mnt/gds (loop ext4 + udev data: microVM preparation, tests/gpu/prepare-mnt-gds.sh);
-# 3. gds_facts (playbooks/verify.yml, module on /usr/bin/python3): 256 MiB probe on /mnt/gds;
-# 4. the emulator with one GPU node named after this host; gds_local_volumes creates the class
-#    nvme-gds and the local PV on /mnt/gds (capacity: the file system's size), then runs again
-#    (changed=false); from the gds facts it would leave /mnt/gds out (a loop device), so the PV is listed;
-# 5. gds_node_probe with storage_class nvme-gds, 256 MiB, labels on;
-# 6. prints both verdicts and PASS when they agree: compat, the reason names nvidia_fs and
+# After lib.sh's k8s_start (the wheels, /mnt/gds, gds_facts and the emulator):
+# 1. gds_local_volumes creates the class nvme-gds and the local PV on /mnt/gds (capacity: the file
+#    system's size), then runs again (changed=false); from the gds facts it would leave /mnt/gds
+#    out (a loop device), so the PV is listed;
+# 2. gds_node_probe with storage_class nvme-gds, 256 MiB, labels on;
+# 3. prints both verdicts and PASS when they agree: compat, the reason names nvidia_fs and
 #    /dev/loop0 (what the claim's mount really is), 256 MiB verified, the same mode, reasons,
 #    verified and proven; the node's record names the PV and /mnt/gds; the claim is deleted and
 #    the PV is Available again. Budget: about a minute.
@@ -27,56 +25,10 @@
 # LD_LIBRARY_PATH / GPUDIRECT_HOST_ROOT / GPUDIRECT_PROC_ROOT, GDS_DEVICE_RUN_PYTHONPATH / _BIN).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-REPO=$PWD
-OUT=${OUT:-$REPO/build/device-out-pv}
-W=/tmp/gds-k8s-pv-probe-run
-mkdir -p "$OUT" && rm -rf "$W" && mkdir -p "$W/logs" || exit 1
-exec > >(tee "$OUT/run.log") 2>&1
-T0=$(date +%s)
-step() { echo; echo "=== +$(( $(date +%s) - T0 ))s $*"; }
-PY=${GDS_DEVICE_RUN_TARGET_PYTHON:-/usr/bin/python3}
-
-SITE=${GDS_DEVICE_RUN_SITE:-/tmp/site}
-step "python environment"
-if [ -z "${GDS_DEVICE_RUN_PYTHONPATH:-}" ]; then
-  if ! { [ -x "$SITE/bin/ansible-playbook" ] && PYTHONPATH=$SITE "$PY" -c 'import ansible, kubernetes, cryptography' 2>/dev/null; }; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
-  fi
-fi
-export PYTHONPATH=${GDS_DEVICE_RUN_PYTHONPATH:-$SITE} PATH=${GDS_DEVICE_RUN_BIN:-$SITE/bin}:$PATH
-ansible-playbook --version | head -1
-"$PY" -c 'import kubernetes; print("kubernetes", kubernetes.__version__)' || exit 1
+. tests/gpu/lib.sh
+run_start device-out-pv /tmp/gds-k8s-pv-probe-run run.log
+k8s_start
 unshare --version | head -1
-
-D=${GDS_DEVICE_RUN_PROBE_DIR:-/mnt/gds}
-if [ -z "${GDS_DEVICE_RUN_PROBE_DIR:-}" ]; then
-  step "prepare /mnt/gds: loop ext4 + udev data (microVM test preparation, as tests/gpu/device-run.sh)"
-  . "$REPO/tests/gpu/prepare-mnt-gds.sh" && prepare_mnt_gds || exit 1
-  unset LD_LIBRARY_PATH  # both find libcufile themselves (/usr/local/cuda*/lib64)
-fi
-
-mkdir -p "$W/coll/ansible_collections/gpudirect" && ln -sfn "$REPO" "$W/coll/ansible_collections/gpudirect/storage"
-export ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$W/coll ANSIBLE_CALLBACK_RESULT_FORMAT=json \
-       ANSIBLE_LOCAL_TEMP=$W/atmp ANSIBLE_NOCOLOR=1
-
-step "gds_facts on this host: playbooks/verify.yml, 256 MiB on $D"
-ansible-playbook -v playbooks/verify.yml -i localhost, -c local -e ansible_python_interpreter="$PY" \
-  -e '{"gds_verify_probe_path": ["'"$D"'"], "gds_verify_probe_size_mb": 256, "gds_report_enabled": false}' \
-  > "$W/logs/gds-facts.log" 2>&1
-echo "rc=$?"
-
-step "the API emulator with one GPU node ($(hostname -s)) and its kubelet"
-NODE=$(hostname -s | tr 'A-Z_' 'a-z-')
-KUBELET=$("$PY" -c 'import json, os
-env = dict((k, os.environ[k]) for k in ("LD_LIBRARY_PATH", "GPUDIRECT_HOST_ROOT", "GPUDIRECT_PROC_ROOT") if os.environ.get(k))
-print(json.dumps({"node_env": {"*": env}}))')
-EMULATOR_KUBELET=$KUBELET PYTHONPATH=$REPO/tests/fixtures:$PYTHONPATH "$PY" -m k8s_emulator --workdir "$W/emu" \
-  --nodes "$NODE:ubuntu:24.04:gpu:labelled" > "$W/logs/emulator.log" 2>&1 &
-EMU=$!
-trap 'kill $EMU 2>/dev/null; wait $EMU 2>/dev/null' EXIT
-for _ in $(seq 1 200); do [ -s "$W/emu/ready" ] && break; kill -0 $EMU 2>/dev/null || break; sleep 0.1; done
-[ -s "$W/emu/ready" ] || { echo "emulator did not start"; cat "$W/logs/emulator.log"; exit 1; }
-echo "emulator $(cat "$W/emu/ready") pid $EMU"
 
 step "gds_local_volumes: StorageClass nvme-gds and a local PV on $D (twice)"
 SIZE=$(( $(stat -f -c '%b * %S' "$D") ))

@@ -2,10 +2,9 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 #
-# The probe's file and the libcufile release (issue 36 items 2, 3 and 10) on the real H100 host
-# (shared/device/GPU-HOST.md), in ONE invocation from the repository root, as root, with .whl
-# (ansible-core and jsonschema of tests/gpu/wheels.txt) and .whl-cufile (nvidia-cufile 1.20, see
-# tests/gpu/fetch-cufile-wheels.sh) carried:
+# The probe's file and the libcufile release on the real H100 host (shared/device/GPU-HOST.md), in
+# ONE invocation from the repository root, as root, with .whl (ansible-core and jsonschema of
+# tests/gpu/wheels.txt) and .whl-cufile (nvidia-cufile 1.20, see fetch-cufile-wheels.sh) carried:
 #
 #   bash tests/gpu/security-run.sh        (files land in $OUT, default build/device-out-security)
 #
@@ -22,13 +21,8 @@
 # Summary: $OUT/security-summary.txt (PASS/FAIL per case). Budget: about 5 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-REPO=$PWD
-OUT=${OUT:-$REPO/build/device-out-security}
-W=/tmp/gds-security-run
-mkdir -p "$OUT" && rm -rf "$W" && mkdir -p "$W" || exit 1
-exec > >(tee "$OUT/security-run.log") 2>&1
-T0=$(date +%s)
-step() { echo; echo "=== +$(( $(date +%s) - T0 ))s $*"; }
+. tests/gpu/lib.sh
+run_start device-out-security /tmp/gds-security-run security-run.log
 
 SITE=${GDS_DEVICE_RUN_SITE:-/tmp/site}
 step "install carried wheels into $SITE"
@@ -36,20 +30,13 @@ export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH
 if command -v ansible > /dev/null && python3 -c "import ansible, jsonschema" 2>/dev/null; then
   echo "already installed"
 else
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
+  install_wheels
 fi
 ansible --version | head -1
 
-# GDS_SECURITY_RUN_PROBE_DIR: a dry run elsewhere (the C stand-ins) skips the preparation.
-D=${GDS_SECURITY_RUN_PROBE_DIR:-/mnt/gds}
-if [ -z "${GDS_SECURITY_RUN_PROBE_DIR:-}" ]; then
-  step "prepare /mnt/gds: loop ext4 + udev data (microVM test preparation)"
-  . "$REPO/tests/gpu/prepare-mnt-gds.sh" && prepare_mnt_gds || exit 1
-  unset LD_LIBRARY_PATH
-fi
-mkdir -p "$W/coll/ansible_collections/gpudirect" && ln -sfn "$REPO" "$W/coll/ansible_collections/gpudirect/storage"
-export ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$W/coll ANSIBLE_CALLBACK_RESULT_FORMAT=json \
-       ANSIBLE_LOCAL_TEMP=$W/atmp ANSIBLE_NOCOLOR=1
+probe_dir GDS_SECURITY_RUN_PROBE_DIR
+collection_env
+export ANSIBLE_CALLBACK_RESULT_FORMAT=json
 PY=/usr/bin/python3
 
 facts() {  # name, module arguments: gds_facts through its action plugin, output in $W/<name>.log

@@ -2,14 +2,13 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 #
-# Issue 21's throughput figure on the real H100 host (shared/device/GPU-HOST.md), in ONE
+# The throughput figure on the real H100 host (shared/device/GPU-HOST.md), in ONE
 # invocation from the repository root, as root, with the wheels of tests/gpu/wheels.txt carried
 # in .whl/ (ansible-core, kvikio; the command line installs them first, see tests/gpu/README.md):
 #
 #   bash tests/gpu/throughput-run.sh        (everything on stdout; files also in $OUT)
 #
-# 1. prepares a loop-mounted ext4 with udev data at /mnt/gds (microVM test preparation, as in
-#    device-run.sh; NOT something the collection does to real hosts);
+# 1. prepares /mnt/gds (lib.sh: loop ext4 + udev data, microVM test preparation);
 # 2. bench/gpu-probe at 256 MiB and 1 GiB, 7 interleaved rounds: the default probe (probe-t0)
 #    with the storage's own O_DIRECT speed and their ratio, the throughput mode (probe-tput) and
 #    every kvikio variant (defaults, 4/8/16 threads, through libcufile with 1 and 4 threads);
@@ -25,28 +24,16 @@
 #   GDS_TPUT_FACTS=0 OUT=/tmp/out bash tests/gpu/throughput-run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-REPO=$PWD
-OUT=${OUT:-$REPO/build/device-out-throughput}
-W=/tmp/gds-throughput-run
-mkdir -p "$OUT" && rm -rf "$W" && mkdir -p "$W" || exit 1
-exec > >(tee "$OUT/run.log") 2>&1
-T0=$(date +%s)
-step() { echo; echo "=== +$(( $(date +%s) - T0 ))s $*"; }
+. tests/gpu/lib.sh
+run_start device-out-throughput /tmp/gds-throughput-run run.log
 
 step "tools"
 command -v ansible >/dev/null && ansible --version | head -1
 python3 -c 'import kvikio; print("kvikio", kvikio.__version__)' 2>&1 | tail -1
 /usr/bin/python3 -V 2>&1; nproc
 
-D=${GDS_TPUT_PROBE_DIR:-/mnt/gds}
-if [ -z "${GDS_TPUT_PROBE_DIR:-}" ]; then
-  step "prepare /mnt/gds: loop ext4 + udev data (microVM test preparation)"
-  . "$REPO/tests/gpu/prepare-mnt-gds.sh" && prepare_mnt_gds || exit 1
-  unset LD_LIBRARY_PATH  # the module finds libcufile itself (/usr/local/cuda*/lib64)
-fi
-
-mkdir -p "$W/coll/ansible_collections/gpudirect" && ln -sfn "$REPO" "$W/coll/ansible_collections/gpudirect/storage"
-export ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$W/coll ANSIBLE_LOCAL_TEMP=$W/atmp ANSIBLE_NOCOLOR=1
+probe_dir GDS_TPUT_PROBE_DIR
+collection_env
 
 # shellcheck disable=SC2086  # GDS_TPUT_ARGS is a list of options on purpose
 step "bench/gpu-probe: default probe + storage ratio, throughput mode vs every kvikio variant"
