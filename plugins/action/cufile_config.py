@@ -1,16 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Action plugin of gpudirect.storage.cufile_config: the controller half.
-
-1. read ``src`` from the controller (unless ``remote_src``) and reject a file that does not parse;
-2. run the module in its plan phase (reads the host, computes the desired document, decides
-   ``changed``, writes nothing);
-3. validate the desired document (and its overlay with ``env_path_json``) with jsonschema here;
-   on any error fail with every finding, nothing written;
-4. if something changes and this is not check mode, run the module in its apply phase with the
-   validated content and the fingerprint of the file it planned against.
-"""
+"""Action plugin of gpudirect.storage.cufile_config: read ``src`` on the controller, run the module's
+plan phase (writes nothing), validate the planned document here (failing with every finding), then
+run the apply phase with the validated content when something changes and this is not check mode."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""gpudirect.storage.gds_preflight: one gds_facts round trip, then the read-only checks on the
-controller (plugin_utils/_gds/preflight.py). One task instead of a facts call and an assert per
-check: every task costs a worker process per host on the controller."""
+"""gpudirect.storage.gds_preflight: one gds_facts call, then the read-only checks on the controller
+(plugin_utils/_gds/preflight.py), one task instead of a facts call and an assert per check."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""gpudirect.storage.gds_report: build the fleet report on the controller from every
-host's ``ansible_facts.gds`` and the run journal of the ``gds_report`` callback, and
-write gds-fleet.{json,md,html}. The logic is in plugin_utils/_report/*.py; the journal of this
-run comes from ``_report.journal`` (registered there by the callback, never through the
-environment)."""
+"""gpudirect.storage.gds_report: build the fleet report on the controller from every host's
+``ansible_facts.gds`` and this run's journal, and write gds-fleet.{json,md,html}."""
 
 from __future__ import annotations
 

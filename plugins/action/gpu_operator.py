@@ -1,15 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Action plugin of gpudirect.storage.gpu_operator: the files the module reads come from the
-controller, as with kubernetes.core's k8s / helm actions.
-
-Unless ``remote_src``, ``kubeconfig`` and every ``values_files`` entry are looked up on the
-controller like ``copy``'s ``src`` (the role's and the playbook's ``files/``, absolute paths),
-decrypted when vault-encrypted, put in the task's temporary directory on the host running the
-module (removed with it after the run, success or not) and handed to the module by that path.
-A file missing on the controller fails the task before anything runs, naming the option.
-"""
+"""Action plugin of gpudirect.storage.gpu_operator: unless ``remote_src``, ``kubeconfig`` and every
+``values_files`` entry are looked up on the controller like ``copy``'s ``src`` (vault decrypted),
+put in the task's temporary directory on the host and handed to the module by that path."""
 
 from __future__ import annotations
 

@@ -1,15 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Bounded retry with exponential backoff for READ-ONLY Kubernetes API calls (helm history /
-get values, the kubernetes client's lists), and the one-line text of a failed call naming its
-verb and resource (ApiCallFailed). PRIVATE to the collection.
+"""Bounded retry with backoff for READ-ONLY Kubernetes API calls, and ApiCallFailed (one line naming
+the verb and resource). PRIVATE to the collection.
 
-An API server restarting, a load balancer dropping a connection or etcd changing leader answer
-with "connection refused" or a 5xx for a few seconds; a rollout must not fail on that, and must
-not wait forever either. Calls that change the cluster (helm upgrade/rollback/uninstall) are
-never retried here: helm has its own --wait / --timeout and the module rolls back on failure.
-"""
+An API server restart or a dropped connection must not fail a rollout, nor make it wait forever.
+Calls that change the cluster are never retried here: helm has its own --wait / --timeout."""
 
 from __future__ import annotations
 

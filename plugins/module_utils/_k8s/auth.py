@@ -3,16 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """How gpu_operator and gds_node_probe reach the cluster. PRIVATE to the collection.
 
-The options are kubernetes.core's (names, aliases, ``K8S_AUTH_*`` environment fallbacks), so a
-Kubernetes credential of AWX or ``module_defaults`` written for kubernetes.core work unchanged.
-``cluster_access`` turns them into one description that helm (a kubeconfig file) and the
-kubernetes client (``api_client``, the library's own config loading) both use, so the two
-always reach the same cluster as the same user.
-
-Unlike kubernetes.core, the pod's in-cluster service account is used only with
-``in_cluster: true``: inside an AWX container-group pod it belongs to the AWX cluster, which is
-rarely the GPU cluster.
-"""
+The options are kubernetes.core's (names, aliases, ``K8S_AUTH_*``), and ``cluster_access`` turns
+them into one description that helm and the kubernetes client both use, so both reach the same
+cluster as the same user. The pod's in-cluster service account is used only with
+``in_cluster: true``: inside an AWX pod it belongs to the AWX cluster, rarely the GPU cluster."""
 
 from __future__ import annotations
 

@@ -1,26 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""A GPU Operator the module did not install: who installed it, and the ClusterPolicy spec
-patch that turns GDS on. Pure functions. PRIVATE to the collection.
+"""A GPU Operator the module did not install: who installed it, and the ClusterPolicy spec patch
+that turns GDS on. Pure functions. PRIVATE to the collection.
 
-OpenShift installs the GPU Operator through OLM (OperatorHub): a Subscription to the package
-``gpu-operator-certified`` and its ClusterServiceVersion in the operator's namespace (NVIDIA
-suggests ``nvidia-gpu-operator``); the ClusterPolicy is created by the administrator (from the
-CSV's ``alm-examples``) and owned by no helm release. helm marks everything it installs with
-``meta.helm.sh/release-name`` / ``-namespace`` annotations, and refuses to adopt an object without
-them, so those annotations on a ClusterPolicy are what says a helm release owns it.
-
-The options map onto the ClusterPolicy's spec (NVIDIA/gpu-operator ``api/nvidia/v1/clusterpolicy_types.go``):
-``spec.gds.{enabled,version,repository,image}``, ``spec.driver.rdma.{enabled,useHostMofed}``,
-``spec.driver.kernelModuleType``, ``spec.driver.version`` - the same paths as the chart's values
-under ``spec``. Only those leaves are compared and patched (a JSON merge patch never names
-another field, so nothing else in the spec is touched or removed).
-
-OLM's CSV sets no ``GDS_IMAGE`` for the operator, so with GDS on the spec must name the whole
-nvidia-fs image: repository, image and version (or an image with a digest alone). The chart's
-defaults fill repository and image where the spec has none; the version has to be given.
-"""
+OLM (OpenShift) installs the operator by a Subscription to ``gpu-operator-certified``; its
+ClusterPolicy is owned by no helm release (no ``meta.helm.sh/release-name`` annotation). Only the
+spec leaves the options map to (``spec.gds.*``, ``spec.driver.rdma.*``,
+``spec.driver.kernelModuleType``, ``spec.driver.version``) are compared and merge-patched. OLM sets
+no ``GDS_IMAGE``, so with GDS on the spec must name the whole nvidia-fs image."""
 
 from __future__ import annotations
 

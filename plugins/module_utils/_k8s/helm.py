@@ -4,21 +4,10 @@
 """A helm 3 / helm 4 client and the pure functions that decide what helm has to do.
 PRIVATE to the collection.
 
-Why not kubernetes.core.helm: its ``changed`` ignores ``set_values``, it runs ``helm list
---all`` (removed in helm 4) and it treats failed/pending releases as absent (docs/gpu_operator.md).
-
-What is compared: helm cannot know the chart's defaults without rendering the chart, so the
-release is compared on what the user controls: the merged user-supplied values (what
-``helm get values -o json`` returns) and the chart name/version, plus the release status
-(anything but ``deployed`` needs action). The latest revision (chart, app version, status)
-comes from ``helm history -o json``: ``helm status -o json`` carries no chart metadata in
-helm 3.19 / 4.1, and helm 4's also fetches every resource of the release.
-
-Differences between helm 3 and 4 handled here: ``--wait`` is a boolean in helm 3 and a
-strategy in helm 4 (``--wait=watcher``, kstatus based); helm 4 applies server side (``auto``:
-the release's previous method) and has no ``list --all`` (not used). Values always reach helm
-through one 0600 file written by the caller, never through ``--set`` strings.
-"""
+Not kubernetes.core.helm: its ``changed`` ignores ``set_values``, it runs ``helm list --all``
+(gone in helm 4) and treats failed/pending releases as absent. A release is compared on what the
+user controls: the user-supplied values, the chart name/version and the status of the latest
+revision (``helm history -o json``). Values reach helm through one 0600 file, never ``--set``."""
 
 from __future__ import annotations
 

@@ -2,16 +2,11 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gds_local_volumes, the pure part: which data mounts become local PersistentVolumes, the
-StorageClass and PV objects, and what a run must do to each (create, patch, leave, refuse).
-PRIVATE to the collection. Nothing here talks to the API.
+StorageClass and PV objects, and what a run does to each. PRIVATE to the collection.
 
-A volume is one directory on one node. From a host's gds facts (``gds_facts`` with
-``probe_path: auto``) the volumes are its probe paths that GDS can serve as a local file system
-(``class.kind`` ``nvme``: ext4/xfs on NVMe or NVMe-oF), not the root file system; their capacity
-is the file system's size. The PV's name is derived from the class, the node and the path, so a
-run finds its own PVs again; what the module created carries the managed-by label and the node
-and path annotations, and a PV or StorageClass without that label is never changed.
-"""
+A volume is a host's probe path that GDS can serve as a local file system (``class.kind`` nvme),
+not the root file system. The PV's name derives from class, node and path so a run finds its own
+PVs again; a PV or StorageClass without the managed-by label is never changed."""
 
 from __future__ import annotations
 

@@ -1,16 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""gds_node_probe's node labels: what each node should carry after a run (pure), and ``apply()``
-through the probe's API object. PRIVATE to the collection.
+"""gds_node_probe's node labels: what each node should carry after a run (pure), and ``apply()``.
+PRIVATE to the collection.
 
-The labels are under ``node-restriction.kubernetes.io/``: Kubernetes' NodeRestriction admission
-refuses a kubelet's change of those on its own Node, so a node cannot claim GDS by itself. The
-annotations (the probe's figures, the time of the proof) are informational. After a run with
-labels, exactly the nodes this run proved carry them: a node with a verdict gets it, every other
-node that carries any of them (it left the selector or the ``nodes`` list, or its pod gave no
-verdict) loses them all.
-"""
+The labels are under ``node-restriction.kubernetes.io/``, which a kubelet cannot set on its own
+Node, so a node cannot claim GDS by itself. After a run with labels, exactly the nodes this run
+proved carry them."""
 
 from __future__ import annotations
 

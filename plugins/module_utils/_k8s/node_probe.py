@@ -2,13 +2,11 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gds_node_probe, the pure part: the probe bundle, ConfigMap and Pod specs, what a pod's status
-says and the per-node verdict (the node labels are in ``node_labels``). PRIVATE to the collection.
+says and the per-node verdict. PRIVATE to the collection.
 
-The pod runs the collection's own gds_facts gather (``_module_backends/gds_facts.gather``: collectors, the
-cuFile probe child, ``_gds/verdict.verdict``) from files in an immutable ConfigMap, so a node's
-verdict is computed by exactly the code that computes a host's; the pod's command (the pod spec,
-which nobody can change) checks their sha256 first. Nothing here talks to the API.
-"""
+The pod runs the collection's own gds_facts gather from files in an immutable ConfigMap, whose
+sha256 the pod's command checks first, so a node's verdict is computed by the code that computes
+a host's."""
 
 from __future__ import annotations
 

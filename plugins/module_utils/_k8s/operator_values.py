@@ -3,21 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """GPU Operator values and GDS preflight: pure functions. PRIVATE to the collection.
 
-- :func:`option_values` maps the module's ``gds``/``rdma``/``driver`` options onto the
-  chart's value paths (gpu-operator ``deployments/gpu-operator/values.yaml``).
-- :func:`desired_values` merges values files, ``values`` and those options like helm does,
-  refusing an option that contradicts ``values`` (naming both).
-- :func:`preflight` checks what would break GDS before helm runs, by chart version: GDS needs
-  the operator-managed driver (``driver.enabled``) and is rejected with a precompiled one;
-  GDS >= 2.17.5 needs the open kernel module, chosen by ``driver.kernelModuleType`` since
-  chart v25.3.0 (``driver.useOpenKernelModules`` is a no-op there) and by
-  ``useOpenKernelModules`` before; the GPU Operator ships nvidia-fs only for Ubuntu
-  22.04/24.04 and RHCOS (OpenShift) (gpu-operator #2416, #2911: GDS on another OS breaks
-  validation of every GPU operand on the node). GPU nodes are those the operator labels or
-  will label (NFD's NVIDIA PCI label), so a fresh cluster is checked too.
-
-Messages name values in YAML terms (``gds.enabled: true``, ``"false"`` for a string).
-"""
+``option_values`` maps the ``gds``/``rdma``/``driver`` options onto the chart's value paths;
+``desired_values`` merges them with values files and ``values`` like helm does, refusing a
+contradiction; ``preflight`` checks, by chart version, what would break GDS before helm runs.
+Messages name values in YAML terms (``gds.enabled: true``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""What a failed helm run costs and leaves: the time kept to undo it, the CRDs and namespace a
-failed first install leaves in the cluster, helm's error text for a message. Pure functions.
-PRIVATE to the collection.
-"""
+"""What a failed helm run costs and leaves (time kept to undo it, CRDs and namespace left, helm's
+error text). Pure functions. PRIVATE to the collection."""
 
 from __future__ import annotations
 

@@ -1,30 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Is GDS really up? ClusterPolicy and nvidia-fs-ctr readiness, decided from plain API JSON.
-PRIVATE to the collection.
+"""Is GDS really up? Decided from plain API JSON. PRIVATE to the collection.
 
-helm's own ``--wait`` (3 and 4) returns while the ClusterPolicy is still ``notReady`` and
-before any nvidia-fs pod exists: the operator creates the driver DaemonSet after helm is
-done. Ready here means: ``ClusterPolicy.status.state == ready`` (and not merely because
-it found no GPU node: reasons ``NoGPUNodes`` / ``NFDLabelsMissing``) AND at least one GPU node
-AND on every GPU node whose driver configuration asks for GDS a driver pod whose ``nvidia-fs-ctr``
-(and ``nvidia-peermem-ctr`` where RDMA is on) is ready and runs the image asked for. The
-configuration of a node is the ClusterPolicy's, or in NVIDIADriver mode that of the one
-NVIDIADriver CR that selects the node (:func:`node_config`, the operator's own rule): a fleet
-may have GDS on one node pool only.
-
-GPU nodes: the operator itself labels ``nvidia.com/gpu.present=true`` on nodes whose NFD labels
-show an NVIDIA PCI device, so on a fresh cluster the wait first waits for those labels; a node
-with such a PCI label but no GPU label yet is waited for too, and an optional expectation
-(a count, a node selector) says which nodes must become GPU nodes. Driver pods are found by
-``app.kubernetes.io/component=nvidia-driver``, which every deployment mode sets (ClusterPolicy
-``nvidia-driver-daemonset``, NVIDIADriver ``nvidia-gpu-driver-<os>-<hash>``, OpenShift
-``nvidia-driver-daemonset-<rhcos>``).
-
-:func:`evaluate` decides that from plain API JSON (pure: no kubernetes client here);
-``_k8s.wait.Waiter`` feeds it from list + watch, bounded by a deadline.
-"""
+helm's ``--wait`` returns while the ClusterPolicy is still notReady and before any nvidia-fs pod
+exists. Ready here means: the ClusterPolicy is ready (not merely because it found no GPU node),
+there is a GPU node, and on every GPU node whose driver configuration (ClusterPolicy, or the
+NVIDIADriver CR that selects it) asks for GDS, a driver pod whose nvidia-fs-ctr (and
+nvidia-peermem-ctr with RDMA) is ready and runs the image asked for. Nodes with an NVIDIA PCI NFD
+label the operator has not labelled yet are waited for too."""
 
 from __future__ import annotations
 

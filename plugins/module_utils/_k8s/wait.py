@@ -1,15 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Wait until GDS is really up: list + watch of the ClusterPolicy, NVIDIADriver, node and driver
-pod objects with the kubernetes client, each change re-evaluated by ``_k8s.readiness.evaluate``
-until it says ready or the deadline passes; lists of CRDs and the release namespace say what a
-failed first install left. PRIVATE to the collection.
-
-Objects are handled as JSON dicts (``_preload_content=False``), never as the client's strict
-models. ``parse_selector`` is part of this module's API too (the gpu_operator flow checks
-``gpu_node_selector`` with the parser the wait uses).
-"""
+"""Wait until GDS is really up: list + watch of the objects ``readiness.evaluate`` reads, until it
+says ready or the deadline passes; the CRDs and namespace a failed first install left.
+PRIVATE to the collection. Objects are JSON dicts (``_preload_content=False``), not the client's models."""
 
 from __future__ import annotations
 

@@ -4,13 +4,9 @@
 # long-file: the probe's whole run and its API calls read in one place (the claims mode is in gds_node_probe_claims)
 """gds_node_probe, the part that talks to the cluster. PRIVATE to the collection.
 
-One immutable ConfigMap per run, one pod per GPU node (at most ``parallel`` at a time), one LIST
-of the run's pods per poll for all of them, each pod's log read and the pod deleted as soon as it
-is done, and a ``finally`` that deletes every pod and the ConfigMap of the run, also when the run
-fails or is interrupted (SIGTERM/SIGINT become an exception). A later run first removes the
-leftovers of runs that could not clean up (killed with SIGKILL, API gone). A failed API call
-(ApiCallFailed) fails its node or the run; the result keeps every verdict and label done.
-"""
+One immutable ConfigMap per run, one pod per node (at most ``parallel`` at a time), one LIST per
+poll; a ``finally`` deletes every pod and the ConfigMap of the run, also on SIGTERM/SIGINT, and a
+later run removes the leftovers of a run that could not clean up."""
 
 from __future__ import annotations
 

@@ -4,15 +4,9 @@
 """gds_node_probe through a PersistentVolumeClaim of a StorageClass (option ``storage_class``).
 PRIVATE to the collection.
 
-Instead of hostPath directories, each probe pod gets a claim of its own (same name as the pod,
-owned by the run's ConfigMap like the pod) mounted at CLAIM_MOUNT. With the class's
-``volumeBindingMode: WaitForFirstConsumer`` the scheduler binds the claim to a PV the pod's node
-can mount, so the probe proves the volume a workload of that class is given there. The node's
-record names the PV and its path on the node (``volume``), and the verdict's reasons name that
-path rather than the pod's mount point. At the end the claims are deleted; a PV with reclaim
-policy Retain that the probe's claim bound is given back (its ``claimRef`` removed, only while
-it still names that claim: a JSON patch with a test) so it is Available again, as it was before.
-"""
+Each probe pod mounts a claim of its own at CLAIM_MOUNT, so the probe proves the volume a workload
+of that class is given on the node (the record's ``volume``). At the end the claims are deleted
+and a Retain PV the probe's claim bound is made Available again."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The options of gpudirect.storage.gds_report (the report written by its action plugin on
-the controller): one spec for the module file (ansible-doc, AnsibleModule) and the action
-plugin. PRIVATE to the collection. No sequence here: the module runs only through its action
-plugin."""
+"""The options of gpudirect.storage.gds_report, for its module file and its action plugin.
+PRIVATE to the collection."""
 
 from __future__ import annotations
 

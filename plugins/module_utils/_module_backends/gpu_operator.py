@@ -1,19 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The gpu_operator module's sequence: read -> plan -> (act) -> wait -> report.
-PRIVATE to the collection.
+"""The gpu_operator module's helm sequence: read -> plan -> (act) -> wait -> report.
+PRIVATE to the collection. What decides is in pure functions (_k8s.helm, _k8s.operator_values,
+_k8s.readiness); this class wires helm, the API and the module together.
 
-Everything that decides lives in pure functions (_k8s.helm.plan_release,
-_k8s.operator_values.preflight, _k8s.wait.evaluate); this class only wires helm, the kubernetes API and the module together,
-so tests can drive it with a fake runner and a fake API source.
-
-Failures tell the truth: ``changed`` and any rollback / uninstall follow what ``helm history``
-shows before and after the upgrade, plus the CRDs and namespace a failed first install leaves
-(values the chart refuses stop at ``helm template``, before anything changes). Time: the run ends
-within ``wait_timeout``: helm and the readiness wait share it less ``undo_reserve()``, kept for a
-rollback or uninstall applied without ``--wait``.
-"""
+``changed`` and any rollback / uninstall follow what ``helm history`` shows before and after. The
+run ends within ``wait_timeout``: helm and the readiness wait share it less ``undo_reserve()``."""
 
 from __future__ import annotations
 

@@ -2,14 +2,9 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The gpu_operator module's entry: who installed the GPU Operator decides the sequence.
-PRIVATE to the collection.
-
-helm (or nobody yet): ``_module_backends.gpu_operator``'s helm sequence. OLM (OpenShift), or a
-ClusterPolicy no helm release owns: read -> plan -> (merge patch of the ClusterPolicy's spec) ->
-wait -> report, with the helm sequence's preflight, readiness wait and node reports. What decides
-lives in ``_k8s.cluster_policy`` (pure); a helm release and an OLM install both claiming the
-operator stop the run before anything is read further.
-"""
+PRIVATE to the collection. helm (or nobody yet): ``gpu_operator``'s helm sequence; OLM, or a
+ClusterPolicy no helm release owns: a merge patch of the ClusterPolicy's spec, with the same
+preflight, readiness wait and node reports."""
 
 from __future__ import annotations
 

@@ -4,13 +4,9 @@
 """One validation pass over one cufile.json document: the findings. PRIVATE to the collection.
 CONTROLLER side (``validate`` is the public API; this is its engine).
 
-:class:`Linter` walks the document first for what jsonschema cannot see (null means "not set",
-keys newer than the target libcufile, unknown keys and their likely spelling, integers libcufile
-reads leniently, host paths that must exist), then runs jsonschema (imported lazily: the
-``jsonschema`` library on the controller) and turns each error into a finding that says what
-the target libcufile does with the value and how to fix it. ``rules.evaluate_rules`` adds the
-cross-field rules through :meth:`Linter.add`.
-"""
+:class:`Linter` first checks what jsonschema cannot see (null means "not set", keys newer than the
+target libcufile, unknown keys, lenient integers, host paths), then runs jsonschema and turns each
+error into a finding that says what libcufile does with the value."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Cross-field rules of cufile.json, interpreted from the schema's ``x-cufile-rules`` list.
-PRIVATE to the collection. Standard library only.
-
-JSON Schema cannot compare two values or two array lengths, so the schema declares these rules
-as data and this file evaluates them over a cleaned document (nulls, unknown and newer keys
-removed). Rule kinds: equal_length, greater_equal, ratio_at_least, not_both, requires_any,
-host_requires. With ``use_defaults`` an absent key counts with its libcufile built-in default
-(the schema's ``default``), because that is what libcufile compares against.
-"""
+"""Cross-field rules of cufile.json (the schema's ``x-cufile-rules``), which JSON Schema cannot
+express, evaluated over a cleaned document. PRIVATE to the collection. Standard library only.
+With ``use_defaults`` an absent key counts with libcufile's built-in default, as libcufile does."""
 
 from __future__ import annotations
 

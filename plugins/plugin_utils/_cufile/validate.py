@@ -1,30 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Validate cufile.json against the collection's schema, the way a given libcufile release (1.13-1.20) reads it.
-PRIVATE to the collection. CONTROLLER side: imported by the action plugins and bin/cufile-lint.
-It needs ``jsonschema`` (imported lazily, so importing this file never fails) and the
-``schemas/`` directory of the collection.
+"""Validate cufile.json the way a given libcufile release (1.13-1.20) reads it. PRIVATE to the
+collection. CONTROLLER side (action plugins, bin/cufile-lint); needs ``jsonschema`` (imported
+lazily) and the collection's ``schemas/``.
 
-Public API (kept stable for the gds_facts action plugin):
-
-* ``lint_text(text, source="<string>", version="1.15", check_paths=None, host=None)``
-* ``lint_document(doc, source=None, version="1.15", ...)``
-* ``lint_merged(etc, env, ...)``: CUFILE_ENV_PATH_JSON overlays /etc/cufile.json; each file
-  and the merged result are validated.
-* ``LintResult`` (``.findings``, ``.errors``, ``.warnings``, ``.ok``, ``.document``) and
-  ``Finding`` (``.path``, ``.value``, ``.severity``, ``.effect``, ``.message``, ``.suggestion``,
-  ``.line``, ``.column``, ``.as_dict()``).
-
-``check_paths``: host paths that libcufile requires to exist (logging.dir, denylist.devices,
-denylist.mounts, mount_table keys) are only checked when asked: ``True`` checks them on this
-machine, a callable ``f(path, kind) -> bool`` (kind "dir" or "exists") or a dict
-``{path: {"exists": bool, "is_dir": bool}}`` (as the module's plan phase returns it) answer for
-a remote host. ``host``: known host facts, e.g. ``{"nvidia_fs": False}``.
-
-The pass over one document (what jsonschema cannot see, then jsonschema) is ``linter.Linter``;
-the cross-field rules are ``rules``; a finding and its result are ``findings``.
-"""
+``check_paths``: host paths libcufile requires (logging.dir, denylist entries, mount_table keys)
+are checked only when asked: ``True`` on this machine, a callable ``f(path, kind)`` or a dict
+``{path: {"exists": bool, "is_dir": bool}}`` (the module's plan) for a remote host."""
 
 from __future__ import annotations
 

@@ -3,27 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The GDS fleet report: records, summary, run journal and Markdown. PRIVATE to the collection.
 
-Controller-side and pure: every function here takes plain data (the ``ansible_facts.gds`` of
-each host, the run journal written by the ``gpudirect.storage.gds_report`` callback) and
-returns plain data or text, so the report is unit-tested without running Ansible. The HTML
-page is rendered by ``_report.html``; the files are written by the
-``gpudirect.storage.gds_report`` action plugin.
-
-Record of one host (``gds-fleet.json`` ``hosts[]``)::
-
-    host, status (ok | failed | unreachable | unknown), mode (gds | p2pdma | compat |
-    unavailable | failed | unknown), ready (status ok and the gds gate met: a verified probe, the
-    path proven unless the host ran with require_proven=false), reason, reasons, verified, proven, versions{kernel,
-    nvidia_driver, nvidia_kernel_module, cuda_driver, nvidia_fs, libcufile, ofed},
-    throughput{write_gbps, read_gbps, size_mb} (the default probe), storage{write_gbps, read_gbps,
-    write_ratio, read_ratio} (the probe file with O_DIRECT into host memory, same run, and probe /
-    storage), tuned{write_gbps, read_gbps, write_plan, read_plan} (the throughput mode, or null),
-    gpus, failed_checks[{check, detail}],
-    failure{play, task, role, action, msg} (what stopped the host), recovered, reboot_pending,
-    source (where the verdict came from: ``ssh`` - gds_facts on the host - or ``kubernetes`` -
-    a gds_node_probe pod on the node), pod (the probe pod, Kubernetes nodes only), volume (the PV a
-    node was proven through, with gds_node_probe's storage_class)
-"""
+Controller-side and pure: plain data in (each host's ``ansible_facts.gds``, the callback's run
+journal), plain data or text out. One record per host (``gds-fleet.json`` ``hosts[]``, built by
+``build_records``) holds its status, mode, readiness, reasons, versions, throughput, failure and
+source (``ssh`` or ``kubernetes``); docs/report.md lists the fields."""
 
 from __future__ import annotations
 

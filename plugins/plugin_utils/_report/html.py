@@ -3,12 +3,9 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The GDS fleet report as ONE self-contained HTML page. PRIVATE to the collection.
 
-Pure: ``render_html(report)`` takes the document built by ``_report.fleet.build_report`` and
-renders it with a Jinja2 template - inline CSS, a sortable per-host table (a few lines of inline
-JavaScript, no library), a throughput bar chart drawn as inline SVG (its geometry computed here),
-and the reason for every host that is not ``gds``. Nothing is loaded from anywhere (a
-Content-Security-Policy forbids it); the template escapes every value (autoescape).
-"""
+Pure: ``render_html(report)`` renders ``fleet.build_report``'s document with a Jinja2 template
+(autoescape): inline CSS, a sortable table, an inline SVG throughput chart. Nothing is loaded
+from anywhere (a Content-Security-Policy forbids it)."""
 
 from __future__ import annotations
 

@@ -4,25 +4,11 @@
 """The run journal: written by the ``gds_report`` callback, read by the ``gds_report`` action.
 PRIVATE to the collection. CONTROLLER side.
 
-The journal is a JSON-lines file. Its first line names its run (``{"event": "start", "run_id":
-..., "pid": ...}``); the callback then appends one line per failed, unreachable or recovered host
-(``_report.fleet.journal_event``).
-
-How the action finds the journal of ITS run, and no other (the hand-off):
-
-* the callback calls :func:`start_run` in the main ``ansible-playbook`` process when the first
-  playbook starts; it creates the file and registers it here, in this module;
-* the action calls :func:`current` (or :func:`read_for_report`). Action plugins run in worker
-  processes that Ansible forks from that main process for every task
-  (``ansible.utils.multiprocessing`` uses ``fork``), so they see the registration made before
-  the fork - as they see ``ansible.context.CLIARGS``;
-* at the end of the last playbook the callback calls :func:`end_run`.
-
-Nothing is published in the environment: a process that is not a fork of this run (a nested
-``ansible-playbook`` started by a task, a module run on localhost) never sees the journal, and a
-run without the callback has no journal. :func:`read` also refuses a file whose start line names
-another run (a configured fixed path that a concurrent run truncated).
-"""
+A JSON-lines file whose first line names its run. The callback registers it here
+(:func:`start_run`) in the main ``ansible-playbook`` process; action plugins run in workers forked
+from it, so :func:`current` sees this run's journal and no other. Nothing goes into the
+environment: a nested ``ansible-playbook`` never sees it, and :func:`read` refuses a file whose
+start line names another run."""
 
 from __future__ import annotations
 

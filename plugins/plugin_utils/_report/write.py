@@ -1,15 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Write the fleet report files on the controller. PRIVATE to the collection.
+"""Write the fleet report files on the controller (the gds_report action and the callback's
+fallback). PRIVATE to the collection.
 
-Used by the ``gds_report`` action plugin and by the ``gds_report`` callback's
-fallback (a run that ended before its report play). ``changed`` comes from
-``_report.fleet.same_report`` (the generation time is ignored), files are replaced atomically
-(a temporary file in the same directory, then ``os.replace``), nothing is written in check
-mode, and an unchanged report is left as it is. The files are 0600 in a 0700 directory, reached
-through the directory's descriptor (see :func:`open_report_dir`).
-"""
+``changed`` ignores the generation time; files are replaced atomically, 0600 in a 0700 directory
+reached through its descriptor; nothing is written in check mode or when unchanged."""
 
 from __future__ import annotations
 
