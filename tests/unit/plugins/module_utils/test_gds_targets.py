@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Probe targets (issue 14): every probe path classified before the probe, in plain words, and
+"""Probe targets: every probe path classified before the probe, in plain words, and
 probe_path=auto picking the mounted file systems GDS can serve."""
 
 from __future__ import annotations
@@ -12,14 +12,7 @@ import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import targets as t
-
-GDS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
-                   "fixtures", "gds")
-
-
-def mounts(name):
-    with open(os.path.join(GDS, name)) as f:
-        return parse.parse_mounts(f.read())
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import fixture_text
 
 
 def block_of(mnt):
@@ -64,7 +57,7 @@ def test_classify_never_blames_libcufile_classification_for_tmpfs():
 
 
 def test_auto_picks_the_gds_capable_data_mounts_and_says_why_not_the_others():
-    picked, skipped = t.auto_targets(mounts("mounts-gds-data-host.constructed.txt"), block_of)
+    picked, skipped = t.auto_targets(parse.parse_mounts(fixture_text("gds", "mounts-gds-data-host.constructed.txt")), block_of)
     assert picked == ["/var/tmp", "/mnt/nvme1", "/lustre", "/nfs-rdma"]  # / on NVMe: its /var/tmp
     why = dict((s["mount_point"], s["why"]) for s in skipped)
     assert sorted(why) == ["/data", "/home", "/mnt/nvme2", "/raid", "/scratch"]
@@ -74,7 +67,7 @@ def test_auto_picks_the_gds_capable_data_mounts_and_says_why_not_the_others():
 
 def test_auto_on_the_h100_test_host_falls_back_to_var_tmp_with_a_warning_naming_why():
     """The microVM: root ext4 on virtio, the prepared loop ext4 at /mnt/gds, tmpfs."""
-    paths, auto, warning = t.resolve(["auto"], mounts("mounts-gpu-host.constructed.txt"), block_of)
+    paths, auto, warning = t.resolve(["auto"], parse.parse_mounts(fixture_text("gds", "mounts-gpu-host.constructed.txt")), block_of)
     assert paths == ["/var/tmp"] and auto["fallback"] is True and auto["picked"] == []
     assert "probe_path=auto found no mounted file system GDS can serve" in warning
     assert "/mnt/gds (ext4) is on /dev/loop0, a loop device" in warning

@@ -6,22 +6,13 @@
 from __future__ import annotations
 
 import copy
-import os
 
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as v
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import errors as _errors
-
-GDS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
-                   "fixtures", "gds")
-
-
-def text(name):
-    with open(os.path.join(GDS, name)) as f:
-        return f.read()
-
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import fixture_text
 
 STORAGE_LOOP = {"path": "/mnt/gds", "fstype": "ext4", "block_device": "loop0", "transport": "loop", "dev": "7:0",
                 "udev": {"path": "/run/udev/data/b7:0", "present": True, "id_fs_usage": "filesystem"}}
@@ -31,7 +22,7 @@ STORAGE_NVME = {"path": "/mnt/nvme", "fstype": "xfs", "block_device": "nvme0n1",
                 "udev": {"path": "/run/udev/data/b259:1", "present": True, "id_fs_usage": "filesystem"}}
 OK_ENTRY = {"path": "/mnt/gds", "ok": True, "write_gbps": 1.3, "read_gbps": 5.1,
             "verify": {"ok": True, "verified_bytes": 268435456}, "nvfs_stats": [None, None, None]}
-COMPAT_LOG = parse.parse_cufile_log(text("cufile-log-lmcache-795-dm0.txt"))[:1]
+COMPAT_LOG = parse.parse_cufile_log(fixture_text("gds", "cufile-log-lmcache-795-dm0.txt"))[:1]
 
 
 def facts(paths=None, storage=None, nvfs_loaded=False, log=None, params=None, props=None, **probe):
@@ -52,7 +43,7 @@ def facts(paths=None, storage=None, nvfs_loaded=False, log=None, params=None, pr
 
 
 def stats_text(writes_ok, reads_ok):
-    return text("nvfs-stats-2.24-io-stats-enabled.head12.txt").replace(
+    return fixture_text("gds", "nvfs-stats-2.24-io-stats-enabled.head12.txt").replace(
         "Writes  : n=0 ok=0", "Writes  : n=%d ok=%d" % (writes_ok, writes_ok)).replace(
         "Reads   : n=1048576 ok=1048576", "Reads   : n=%d ok=%d" % (reads_ok, reads_ok))
 
@@ -83,7 +74,7 @@ def test_nvidia_fs_loaded_but_counter_still_is_compat():
 
 
 def test_gds_unproven_when_counters_off():
-    disabled = text("nvfs-stats-2.25.7-io-stats-disabled.txt")
+    disabled = fixture_text("gds", "nvfs-stats-2.25.7-io-stats-disabled.txt")
     entry = dict(OK_ENTRY, path="/mnt/nvme", nvfs_stats=[disabled] * 3)
     out = v.verdict(facts([entry], [STORAGE_NVME], nvfs_loaded=True, log=[]))
     assert out["mode"] == "gds" and out["proven"] is False
@@ -91,7 +82,7 @@ def test_gds_unproven_when_counters_off():
 
 
 def test_handle_not_registered_quotes_udev_and_log_lines():
-    log = parse.parse_cufile_log(text("cufile-log-lmcache-795-dm0.txt"))
+    log = parse.parse_cufile_log(fixture_text("gds", "cufile-log-lmcache-795-dm0.txt"))
     error = {"step": "cuFileHandleRegister", "kind": "cufile", "err": 5027, "cu_err": 0}
     entry = {"path": "/var/tmp", "ok": False, "error": error}
     out = v.verdict(facts([entry], [STORAGE_ROOT], log=log))
@@ -106,7 +97,7 @@ def test_handle_not_registered_quotes_udev_and_log_lines():
 def test_relevant_log_lines_come_first():
     noise = [{"level": "ERROR", "where": "cufio-dr:229", "count": 1,
               "message": "No matching pair for network device to closest GPU found in the platform"}] * 7
-    log = noise + parse.parse_cufile_log(text("cufile-log-gds-nvidia-fs-62-handle-register.txt"))
+    log = noise + parse.parse_cufile_log(fixture_text("gds", "cufile-log-gds-nvidia-fs-62-handle-register.txt"))
     entry = {"path": "/var/tmp", "ok": False, "error": {"step": "cuFileHandleRegister", "kind": "cufile", "err": 5030}}
     out = v.verdict(facts([entry], [STORAGE_ROOT], log=log))
     assert out["reasons"][2].startswith("/var/tmp (ext4) is on /dev/vda (virtio device), not NVMe")  # its class
@@ -116,7 +107,7 @@ def test_relevant_log_lines_come_first():
 
 
 def test_config_rejected_quotes_stdout():
-    lines = parse.stdout_lines(text("libcufile-stdout-config-error.txt"), "@@")
+    lines = parse.stdout_lines(fixture_text("gds", "libcufile-stdout-config-error.txt"), "@@")
     out = v.verdict(facts([], stdout_lines=lines, log=[],
                           error={"step": "cuFileDriverOpen", "kind": "cufile", "err": -22, "cu_err": 0}))
     assert out["mode"] == "failed"

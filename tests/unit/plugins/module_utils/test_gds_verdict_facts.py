@@ -11,20 +11,13 @@ from __future__ import annotations
 
 import copy
 import itertools
-import os
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import parse
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds import verdict as v
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import fixture_text
 
-GDS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
-                   "fixtures", "gds")
 H100 = {"name": "NVIDIA H100 80GB HBM3"}
 LIB = "/usr/local/cuda/lib64/libcufile.so.0"
-
-
-def text(name):
-    with open(os.path.join(GDS, name)) as f:
-        return f.read()
 
 
 DRIVERS = [
@@ -47,11 +40,11 @@ STORAGE = {
              "udev": {"path": "/run/udev/data/b259:1", "present": True, "id_fs_usage": "filesystem"}},
     "tmpfs": {"path": "/dev/shm", "fstype": "tmpfs", "device": "tmpfs", "transport": "none", "dev": "0:25"},
 }
-STATS = [None, text("nvfs-stats-2.25.7-io-stats-disabled.txt"), text("nvfs-stats-2.24-io-stats-enabled.head12.txt"),
-         text("nvfs-stats-1.9.0.20-old-format.txt")]
-LOGS = [[], parse.parse_cufile_log(text("cufile-log-lmcache-795-dm0.txt")),
-        parse.parse_cufile_log(text("cufile-log-gds-nvidia-fs-62-handle-register.txt"))]
-STDOUT = parse.stdout_lines(text("libcufile-stdout-config-error.txt"), "@@")
+STATS = [None, fixture_text("gds", "nvfs-stats-2.25.7-io-stats-disabled.txt"), fixture_text("gds", "nvfs-stats-2.24-io-stats-enabled.head12.txt"),
+         fixture_text("gds", "nvfs-stats-1.9.0.20-old-format.txt")]
+LOGS = [[], parse.parse_cufile_log(fixture_text("gds", "cufile-log-lmcache-795-dm0.txt")),
+        parse.parse_cufile_log(fixture_text("gds", "cufile-log-gds-nvidia-fs-62-handle-register.txt"))]
+STDOUT = parse.stdout_lines(fixture_text("gds", "libcufile-stdout-config-error.txt"), "@@")
 
 
 def ok_entry(path, stats):

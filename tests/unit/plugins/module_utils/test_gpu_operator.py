@@ -6,21 +6,16 @@
 from __future__ import annotations
 
 import copy
-import json
-import os
 
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import operator_values as g
-
-NODES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "k8s_emulator", "captured",
-                     "nodes-gpu.json")
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import k8s_items
 
 
 @pytest.fixture
 def nodes():
-    with open(NODES) as handle:
-        return json.load(handle)["items"]
+    return k8s_items("nodes-gpu.json")
 
 
 def test_option_values_paths():

@@ -8,24 +8,17 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import readiness as kr
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import wait as kw
-
-CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "k8s_emulator", "captured")
-
-
-def items(name):
-    with open(os.path.join(CAPTURED, name)) as handle:
-        return json.load(handle)["items"]
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import k8s_items
 
 
 @pytest.fixture
 def healthy():
-    return items("clusterpolicies-ready.json"), items("nodes-gpu.json"), items("pods-ready.json")
+    return k8s_items("clusterpolicies-ready.json"), k8s_items("nodes-gpu.json"), k8s_items("pods-ready.json")
 
 
 def test_ready_cluster(healthy):
@@ -39,7 +32,7 @@ def test_ready_cluster(healthy):
 
 
 def test_crashloop_names_nodes_reason_and_termination_message():
-    result = kr.evaluate(items("clusterpolicies-notready.json"), items("nodes-gpu.json"), items("pods-crashloop.json"))
+    result = kr.evaluate(k8s_items("clusterpolicies-notready.json"), k8s_items("nodes-gpu.json"), k8s_items("pods-crashloop.json"))
     assert result["ready"] is False
     assert result["problems"][0] == "ClusterPolicy cluster-policy state is notReady"
     text = kw.failure_message(result, 600)
@@ -232,8 +225,8 @@ class FakeSource(object):
 
 def test_waiter_ready_after_events(healthy):
     policies, nodes, pods = healthy
-    crashing = {"clusterpolicies": items("clusterpolicies-notready.json"), "nodes": nodes,
-                "pods": items("pods-crashloop.json")}
+    crashing = {"clusterpolicies": k8s_items("clusterpolicies-notready.json"), "nodes": nodes,
+                "pods": k8s_items("pods-crashloop.json")}
     ready = {"clusterpolicies": policies, "nodes": nodes, "pods": pods}
     source = FakeSource([crashing, ready])
     result = kw.Waiter(source, relist=0.05).wait(30)
@@ -241,8 +234,8 @@ def test_waiter_ready_after_events(healthy):
 
 
 def test_waiter_times_out_with_last_evaluation():
-    state = {"clusterpolicies": items("clusterpolicies-notready.json"), "nodes": items("nodes-gpu.json"),
-             "pods": items("pods-crashloop.json")}
+    state = {"clusterpolicies": k8s_items("clusterpolicies-notready.json"), "nodes": k8s_items("nodes-gpu.json"),
+             "pods": k8s_items("pods-crashloop.json")}
     clock = FakeClock()
     source = FakeSource([state], clock=clock, step=3.0)
     result = kw.Waiter(source, clock=clock, relist=0.01).wait(5)

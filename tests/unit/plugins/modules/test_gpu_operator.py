@@ -18,22 +18,17 @@ import pytest
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Result
 from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import fixture_text, k8s_items
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
-CHART_META = open(os.path.join(FIXTURES, "helm", "captured", "4.1.4", "show-chart.txt")).read()
+CHART_META = fixture_text("helm", "captured", "4.1.4", "show-chart.txt")
 CHART = "gpu-operator-26.7.0-test.1"
 
 
-def captured_items(name):
-    with open(os.path.join(FIXTURES, "k8s_emulator", "captured", name)) as handle:
-        return json.load(handle)["items"]
-
-
-HEALTHY = {"clusterpolicies": captured_items("clusterpolicies-ready.json"), "nodes": captured_items("nodes-gpu.json"),
-           "pods": captured_items("pods-ready.json")}
-CRASHING = {"clusterpolicies": captured_items("clusterpolicies-notready.json"), "nodes": HEALTHY["nodes"],
-            "pods": captured_items("pods-crashloop.json")}
+HEALTHY = {"clusterpolicies": k8s_items("clusterpolicies-ready.json"), "nodes": k8s_items("nodes-gpu.json"),
+           "pods": k8s_items("pods-ready.json")}
+CRASHING = {"clusterpolicies": k8s_items("clusterpolicies-notready.json"), "nodes": HEALTHY["nodes"],
+            "pods": k8s_items("pods-crashloop.json")}
 
 
 class FakeSource(object):

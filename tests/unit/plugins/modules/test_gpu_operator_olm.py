@@ -8,8 +8,6 @@ patches. No helm runs; check mode patches nothing; a failed wait puts the manage
 from __future__ import annotations
 
 import copy
-import json
-import os
 from unittest import mock
 
 import pytest
@@ -18,25 +16,20 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner i
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import cluster_policy as cp
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
 from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import k8s_items
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
 
-CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "k8s_emulator", "captured")
 NS = "nvidia-gpu-operator"
-
-
-def captured(name):
-    with open(os.path.join(CAPTURED, name)) as handle:
-        return json.load(handle)["items"]
 
 
 def olm_state(spec_gds=None, pods=True):
     """An OpenShift-like cluster after OperatorHub: Subscription, CSV, the console's ClusterPolicy."""
-    policy = copy.deepcopy(captured("clusterpolicies-ready.json")[0])
+    policy = copy.deepcopy(k8s_items("clusterpolicies-ready.json")[0])
     policy["metadata"] = {"name": "gpu-cluster-policy", "resourceVersion": "7"}
     policy["spec"]["gds"] = spec_gds if spec_gds is not None else {"enabled": False}
     policy["status"]["namespace"] = NS
-    return {"clusterpolicies": [policy], "nodes": captured("nodes-gpu.json"),
-            "pods": captured("pods-ready.json") if pods else [],
+    return {"clusterpolicies": [policy], "nodes": k8s_items("nodes-gpu.json"),
+            "pods": k8s_items("pods-ready.json") if pods else [],
             "subscriptions": [{"metadata": {"name": "gpu-operator-certified", "namespace": NS},
                                "spec": {"name": "gpu-operator-certified", "channel": "v26.7"},
                                "status": {"installedCSV": "gpu-operator-certified.v26.7.0"}}],
@@ -129,7 +122,7 @@ def test_failed_wait_puts_the_managed_paths_back():
 
 def test_refusals_change_nothing():
     both = olm_state()
-    helm_policy = copy.deepcopy(captured("clusterpolicies-ready.json")[0])  # helm's, annotated
+    helm_policy = copy.deepcopy(k8s_items("clusterpolicies-ready.json")[0])  # helm's, annotated
     both["clusterpolicies"].append(helm_policy)
     source = FakeSource(both)
     res = run(source, {"chart_ref": "/charts/gpu-operator"})
