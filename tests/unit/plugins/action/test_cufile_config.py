@@ -35,12 +35,7 @@ class Harness(object):
         monkeypatch.setattr(_cufile_config, "nvidia_fs_loaded", lambda paths=None: nvidia_fs)
 
     def run(self, check_mode=False, diff=False, **args):
-        task = MagicMock()
-        task.args = args
-        task.check_mode = check_mode
-        task.diff = diff
-        task.async_val = 0
-        task.action = "gpudirect.storage.cufile_config"
+        task = MagicMock(args=args, check_mode=check_mode, diff=diff, async_val=0, action="gpudirect.storage.cufile_config")
         connection = MagicMock()
         connection._shell.tmpdir = str(self.tmp_path)
         action = action_mod.ActionModule(task, connection, MagicMock(), MagicMock(), None, None)
@@ -169,14 +164,14 @@ def test_the_action_reads_unset_options_from_the_module_spec(monkeypatch):
     assert _cufile_action.option({"path": None}, "path") == "/opt/cufile.json"
 
 
-def _host_libcufile(monkeypatch, version):
+def host_runs(monkeypatch, version, path="/usr/local/cuda/lib64/libcufile.so.0"):
     """The host's libcufile is ``version`` (cufile_version may only name the host's release)."""
-    found = {"path": "/usr/local/cuda/lib64/libcufile.so.0", "version": version}
+    found = {"path": path, "version": version}
     monkeypatch.setattr(_cufile_config, "host_libcufile", lambda paths=None: dict(found))
 
 
 def test_base_shipped_is_refused_for_a_release_without_a_known_shipped_file(harness, tmp_path, monkeypatch):
-    _host_libcufile(monkeypatch, "1.17.1")
+    host_runs(monkeypatch, "1.17.1")
     target = tmp_path / "c.json"
     for args in ({}, {"base": "shipped"}):
         result = harness.run(path=str(target), cufile_version="1.17", **args)
@@ -186,12 +181,12 @@ def test_base_shipped_is_refused_for_a_release_without_a_known_shipped_file(harn
 
 def test_a_release_view_validates_the_planned_document(harness, tmp_path, monkeypatch):
     target = tmp_path / "c.json"
-    _host_libcufile(monkeypatch, "1.20.0")
+    host_runs(monkeypatch, "1.20.0")
     result = harness.run(path=str(target), cufile_version="1.20", base="empty",
                          settings={"properties": {"gds_fallback_io": 1}})
     assert result["failed"] and "libcufile 1.20 refuses" in result["msg"] and "5002" in result["msg"]
     assert not target.exists()
-    _host_libcufile(monkeypatch, "1.13.1")
+    host_runs(monkeypatch, "1.13.1")
     ok = harness.run(path=str(target), cufile_version="1.13", base="empty",
                      settings={"properties": {"gds_fallback_io": 1}})
     assert not ok.get("failed") and any("ignored by libcufile 1.13: added in 1.19" in w for w in ok.get("warnings", []))

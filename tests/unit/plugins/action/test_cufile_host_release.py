@@ -2,32 +2,21 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """cufile_config never changes what a user did not ask for, and never writes for a libcufile
-release other than the host's (issue 18): no option set keeps the host's file (or link) as it
+release other than the host's: no option set keeps the host's file (or link) as it
 is, validated and reported; settings start from the shipped file of the host's release, stated
 in the result; an unknown release is a clear error that writes nothing."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import cufile_config as _cufile_config
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import loads
-from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_cufile_config import Harness
+from ansible_collections.gpudirect.storage.tests.unit.plugins.action.test_cufile_config import Harness, host_runs, sha
 
 HAND_WRITTEN = b'// tuned by hand for our Lustre\n{ "properties": { "io_batchsize": 64,  "max_direct_io_size_kb": 8192 },\n  "logging": {"level": "ERROR"} }\n'
-
-
-def sha(path):
-    with open(str(path), "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def host_runs(monkeypatch, version, path="/usr/local/cuda/lib64/libcufile.so.0"):
-    found = {"path": path if (version or path) else None, "version": version}
-    monkeypatch.setattr(_cufile_config, "host_libcufile", lambda paths=None: dict(found))
 
 
 @pytest.fixture

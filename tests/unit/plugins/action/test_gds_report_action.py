@@ -31,15 +31,8 @@ GROUPS = {"all": sorted(HOSTVARS), "gds_hosts": ["gpu-standin-01", "no-libcufile
 
 
 def run_action(args, check_mode=False, diff=False, hostvars=None, groups=None):
-    task = MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = check_mode
-    task.diff = diff
-    task.action = "gpudirect.storage.gds_report"
-    connection = MagicMock()
-    connection._shell.tmpdir = "/nonexistent"  # never used: the action needs no connection
-    plugin = action.ActionModule(task, connection, MagicMock(), loader=None, templar=None, shared_loader_obj=None)
+    task = MagicMock(args=args, async_val=0, check_mode=check_mode, diff=diff, action="gpudirect.storage.gds_report")
+    plugin = action.ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=None, shared_loader_obj=None)
     return plugin.run(task_vars={"hostvars": HOSTVARS if hostvars is None else hostvars,
                                  "groups": GROUPS if groups is None else groups})
 
@@ -111,9 +104,7 @@ def test_run_without_the_callback_reports_unknown_hosts_and_says_why(tmp_path, m
 
 
 def test_a_journal_named_in_the_environment_is_never_read(journal, tmp_path, monkeypatch):
-    """Issue 15: the callback handed its journal to the action through os.environ, which every
-    child process inherits - a nested ansible-playbook without the callback read the outer run's
-    journal. Only the journal registered for this run (_report.journal) counts."""
+    """os.environ reaches every child process: a nested run must not read the outer run's journal."""
     monkeypatch.setattr(run_journal, "_current", None)
     monkeypatch.setenv("GDS_FLEET_JOURNAL", journal)
     monkeypatch.setenv("GDS_FLEET_RUN_ID", "d1cb13beff3342eeb9dbf2d7054a60ae")
@@ -145,7 +136,6 @@ def test_bad_arguments_and_unwritable_dest(tmp_path):
 
 
 def test_hosts_verified_in_the_run_are_reported_without_a_gds_hosts_group(tmp_path):
-    """Issue 14: verify.yml -i localhost, verified localhost and wrote a report with 0 hosts."""
     hostvars = {"localhost": {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}}}
     groups = {"all": ["localhost"], "ungrouped": ["localhost"]}
     res = run_action({"dest": str(tmp_path), "hosts": []}, hostvars=hostvars, groups=groups)
@@ -218,8 +208,7 @@ class CountingHostVars(dict):
 
 
 def test_each_host_s_variables_are_built_once_and_never_templated(tmp_path):
-    """Issue 21: at 100 hosts the report task read every host's variables twice through
-    ``hostvars[h]``, which templates the whole ansible_facts tree: 0.5 s of a 20 s re-run."""
+    """``hostvars[h]`` templates the whole ansible_facts tree of the host."""
     hostvars = CountingHostVars(HOSTVARS)
     res = run_action({"dest": str(tmp_path)}, hostvars=hostvars)
     assert res["summary"]["hosts"] == 4

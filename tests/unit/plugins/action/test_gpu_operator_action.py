@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """gpu_operator's action plugin with a fake connection whose "remote" is a directory: the
 kubeconfig and values files are found on the controller (role / playbook files/, absolute
-paths), vault files arrive decrypted, the module gets the remote paths, and the remote
+paths, kubeconfig_path too), vault files arrive decrypted, the module gets the remote paths, and the remote
 temporary directory is gone afterwards, also when the module fails."""
 
 from __future__ import annotations
@@ -48,10 +48,7 @@ def make_plugin(tmp_path, args, module_result=None, search_path=None):
     connection = FakeConnection(remote_root)
     loader = DataLoader()
     loader.set_vault_secrets(SECRET)
-    task = MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = False
+    task = MagicMock(args=args, async_val=0, check_mode=False)
     task.get_search_path.return_value = search_path or [str(tmp_path / "role")]
     plugin = action.ActionModule(task, connection, MagicMock(), loader=loader, templar=None, shared_loader_obj=None)
     seen = {}
@@ -138,3 +135,12 @@ def test_module_failure_is_returned_and_files_still_removed(tmp_path, role_files
     result = plugin.run(task_vars={})
     assert result["failed"] and result["msg"] == "helm upgrade failed"
     assert conn.put and os.listdir(conn.remote_root) == []
+
+
+def test_kubeconfig_path_alias_is_sent_from_the_controller(tmp_path, role_files):
+    args = {"chart_ref": "/c.tgz", "kubeconfig_path": "admin.conf", "release_values": {"gds": {"version": "2.29.4"}}}
+    plugin, conn, seen = make_plugin(tmp_path, args)
+    result = plugin.run(task_vars={})
+    assert not result.get("failed"), result
+    sent = seen["args"]["kubeconfig_path"]
+    assert sent.startswith(conn.remote_root) and sent.endswith("-admin.conf") and conn.put == [sent]
