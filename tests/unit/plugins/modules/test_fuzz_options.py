@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Bad input for every module (issue 10): hypothesis draws an invalid value for one option of a
+"""Bad input for every module: hypothesis draws an invalid value for one option of a
 valid task (wrong type, a value outside the choices, an unknown option, a missing or conflicting
 option, a value the module must refuse: a package spec apt would read as an option, a newline that
 would add ``Trusted: yes`` to a repository file, a path outside sources.list.d, ...).
@@ -24,6 +24,7 @@ import re
 import shutil
 import string
 import tempfile
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -372,8 +373,18 @@ class _RecordingApi(object):
         return write
 
 
+def _api_attempt(main, backend, api_class):
+    """Run the module with ``backend.<api_class>`` recording the API calls: a bad input makes none."""
+    def attempt(args, _needle):
+        api = _RecordingApi()
+        with mock.patch.object(backend, api_class, return_value=api), \
+                mock.patch("ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait.api_client"):
+            result = run_module(main, args)
+        return result, api.writes
+    return attempt
+
+
 def test_fuzz_gds_node_probe_options(record_property):
-    from unittest import mock
     from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe as run_mod
     base = {"probe_path": ["/data"]}
     semantic = [
@@ -384,18 +395,11 @@ def test_fuzz_gds_node_probe_options(record_property):
         st.just((put(base, ("image",), ""), "image")),
         st.integers(max_value=0).map(lambda v: (put(base, ("probe_size_mb",), v), "probe_size_mb"))]
 
-    def attempt(args, _needle):
-        api = _RecordingApi()
-        with mock.patch.object(run_mod, "KubeApi", return_value=api), \
-                mock.patch("ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait.api_client"):
-            result = run_module(gds_node_probe.main, args)
-        return result, api.writes
-    fuzz(record_property, cases(gds_node_probe.argument_spec(), base, semantic), attempt)
+    fuzz(record_property, cases(gds_node_probe.argument_spec(), base, semantic), _api_attempt(gds_node_probe.main, run_mod, "KubeApi"))
 
 
 # --------------------------------------------------------------------------- gds_local_volumes
 def test_fuzz_gds_local_volumes_options(record_property):
-    from unittest import mock
     from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_local_volumes as run_mod
     from ansible_collections.gpudirect.storage.plugins.modules import gds_local_volumes
     vol = {"node": "gpu-a", "path": "/mnt/nvme0", "capacity": "3576Gi"}
@@ -408,13 +412,8 @@ def test_fuzz_gds_local_volumes_options(record_property):
         st.just(({"volumes": [vol, vol]}, "volumes[1]: node gpu-a path /mnt/nvme0 is listed twice")),
         st.just(({"volumes": [dict(vol, size="1Gi")]}, "volumes[0]: unknown key(s) size"))]
 
-    def attempt(args, _needle):
-        api = _RecordingApi()
-        with mock.patch.object(run_mod, "VolumeApi", return_value=api), \
-                mock.patch("ansible_collections.gpudirect.storage.plugins.module_utils._k8s.wait.api_client"):
-            result = run_module(gds_local_volumes.main, args)
-        return result, api.writes
-    fuzz(record_property, cases(gds_local_volumes.argument_spec(), base, semantic), attempt)
+    fuzz(record_property, cases(gds_local_volumes.argument_spec(), base, semantic),
+         _api_attempt(gds_local_volumes.main, run_mod, "VolumeApi"))
 
 
 # --------------------------------------------------------------------------- gds_report
