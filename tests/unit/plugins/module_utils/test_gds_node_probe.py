@@ -203,22 +203,16 @@ def test_bundle_digest_is_the_one_the_pod_loader_computes(tmp_path):
     assert np.parse_log(bad.stdout)[1]["bundle"].startswith("sha256 ")
 
 
-def test_requirement_uses_the_gds_facts_gate(monkeypatch):
+def test_requirement_uses_the_gds_facts_gate():
     node = {"name": "n", "mode": "compat", "reason": "nvidia_fs kernel module not loaded", "verified": True}
     assert np.requirement_problem(node, "gds") == \
         "GDS verdict compat is weaker than the required gds: nvidia_fs kernel module not loaded"
     assert np.requirement_problem(node, "compat") is None and np.requirement_problem(node, None) is None
-    # a node whose probe wrote nothing never meets a requirement (issue 14's gate)
+    # a node whose probe wrote nothing never meets a requirement
     assert "nothing was written" in np.requirement_problem(dict(node, verified=False), "compat")
-    seen = {}
-
-    def gate(facts, required, require_proven=True):
-        seen.update(required=required, require_proven=require_proven)
-        return True, None
-
-    monkeypatch.setattr(np.verdict_mod, "gate", gate)
-    np.requirement_problem(dict(node, mode="gds"), "gds", False)
-    assert seen == {"required": "gds", "require_proven": False}
+    unproven = dict(node, mode="gds", proven=False)
+    assert "not proven" in np.requirement_problem(unproven, "gds") and "not proven" in np.requirement_problem(unproven, "gds", None)
+    assert np.requirement_problem(unproven, "gds", False) is None
 
 
 @pytest.mark.parametrize("change,needle", [
