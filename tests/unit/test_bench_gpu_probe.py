@@ -1,25 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""bench/gpu-probe's pure verdict math (issue 21): the throughput mode against the best kvikio
+"""bench/gpu-probe's pure verdict math: the throughput mode against the best kvikio
 variant per size and direction. Figures are made up; nothing here is timed."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import os
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench", "gpu-probe")
+from ansible_collections.gpudirect.storage.tests.unit.scripts import load_script
 
 
 def load():
-    loader = importlib.machinery.SourceFileLoader("bench_gpu_probe", SCRIPT)
-    spec = importlib.util.spec_from_loader("bench_gpu_probe", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("bench_gpu_probe", "bench", "gpu-probe")
 
 
 def test_throughput_mode_against_the_best_kvikio_variant_per_size_and_direction():

@@ -1,14 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The per-release cufile sweep harness (tests/gpu/cufile_sweep, issue 20): the case generator,
+"""The per-release cufile sweep harness (tests/gpu/cufile_sweep): the case generator,
 the runner end to end against the C libcufile stand-in (its 'sweep' mode gives all three
 outcomes), the string-table key discovery, and the per-release derivation of compare.py.
 The measurement itself needs the real libraries on the GPU host (tests/gpu/cufile-sweep-run.sh)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -16,18 +15,10 @@ import shutil
 import pytest
 
 from ansible_collections.gpudirect.storage.tests.fixtures.cuda_standin import standin
+from ansible_collections.gpudirect.storage.tests.unit.scripts import load_script
 
-SWEEP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gpu", "cufile_sweep")
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location("cufile_sweep_" + name, os.path.join(SWEEP, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cases_mod, run_mod, compare_mod, strings_mod = (load(n) for n in ("cases", "run", "compare", "strings_keys"))
+cases_mod, run_mod, compare_mod, strings_mod = (load_script("cufile_sweep_" + n, "tests", "gpu", "cufile_sweep", n + ".py")
+                                                for n in ("cases", "run", "compare", "strings_keys"))
 
 
 @pytest.fixture(scope="module")

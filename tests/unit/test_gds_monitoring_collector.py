@@ -1,26 +1,17 @@
 """The node_exporter textfile collector of role gds_monitoring: its parsers on the real formats of
 nvidia-fs (fixtures in tests/fixtures/gds), the verdict record, rendering, the atomic write."""
 
-import importlib.util
 import json
 import os
 import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ansible_collections.gpudirect.storage.tests.unit.scripts import ROOT, load_script
+
 SCRIPT = os.path.join(ROOT, "roles", "gds_monitoring", "files", "gds_textfile_collector.py")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "gds")
-
-
-def load_collector():
-    spec = importlib.util.spec_from_file_location("gds_textfile_collector", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-collector = load_collector()
+collector = load_script("gds_textfile_collector", SCRIPT)
 
 
 def fixture(name):

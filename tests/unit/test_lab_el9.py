@@ -7,37 +7,27 @@ and molecule/el9."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import os
 import sys
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _load(name, path):
-    loader = importlib.machinery.SourceFileLoader(name, path)
-    spec = importlib.util.spec_from_loader(name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+from ansible_collections.gpudirect.storage.tests.unit.scripts import ROOT, load_script
 
 
 @pytest.fixture(scope="module")
 def labctl():
     sys.path.insert(0, os.path.join(ROOT, "lab"))
     try:
-        return _load("labctl", os.path.join(ROOT, "lab", "labctl"))
+        return load_script("labctl", "lab", "labctl")
     finally:
         sys.path.remove(os.path.join(ROOT, "lab"))
 
 
 @pytest.fixture(scope="module")
 def rpmrepo():
-    return _load("rpmrepo_build", os.path.join(ROOT, "tests", "fixtures", "rpmrepo", "build.py"))
+    return load_script("rpmrepo_build", "tests", "fixtures", "rpmrepo", "build.py")
 
 
 def test_os_list_cycles_over_the_hosts(labctl):

@@ -25,8 +25,6 @@ import os
 import re
 import sys
 
-import pytest
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = "ansible_collections.gpudirect.storage."
 LONG_FILE_LINES = 400  # "files under ~400 lines"
@@ -159,10 +157,6 @@ def long_files(root):
     return found
 
 
-needs_stdlib_list = pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"), reason="Python >= 3.10")
-
-
-@needs_stdlib_list
 def test_the_collection_keeps_its_rooms():
     assert violations(ROOT) == []
 
@@ -174,7 +168,6 @@ def _write(root, rel, text):
         f.write(text)
 
 
-@needs_stdlib_list
 def test_each_rule_catches_its_violation(tmp_path):
     _write(tmp_path, "plugins/module_utils/_gds/facts.py", "import os\n\ndef f():\n"
            "    from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import validate\n")
@@ -228,11 +221,7 @@ def test_the_long_file_rule_catches_its_violations(tmp_path):
     ]
 
 
-@needs_stdlib_list
 def test_relative_dynamic_and_other_plugin_imports_are_checked_too(tmp_path):
-    """Gaps of the import rules: a relative import (``from ...plugin_utils import x``), an import
-    by name (``importlib.import_module("jsonschema")``) and target-side code importing this
-    collection's plugins other than module_utils (AnsiballZ ships only module_utils) passed."""
     _write(tmp_path, "plugins/module_utils/_gds/facts.py",
            "from ...plugin_utils._cufile import validate\nfrom . import parse\n")
     _write(tmp_path, "plugins/module_utils/_gds/lazy.py",

@@ -262,13 +262,10 @@ def test_report_of_a_saved_run_without_cpu_figures():
 def test_a_timed_rerun_is_a_true_second_run_of_site_yml_beside_verify_rounds(tmp_path):
     """The report records which playbooks wrote it: a report directory shared by verify.yml and
     site.yml is rewritten by every run (localhost changed=1) though no GDS host changed."""
-    import importlib.machinery
-    import importlib.util
     import types
     from unittest.mock import patch
-    loader = importlib.machinery.SourceFileLoader("bench_run", os.path.join(ROOT, "bench", "run"))
-    run = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_run", loader))
-    loader.exec_module(run)
+    from ansible_collections.gpudirect.storage.tests.unit.scripts import load_script
+    run = load_script("bench_run", "bench", "run")
     last_writer = {}
 
     def sh(argv, env=None, check=True, memory=False):
