@@ -9,8 +9,6 @@ import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import cluster_policy as cp
 
-NO_OPTIONS = {"gds": {}, "rdma": {}, "driver": {}}
-
 
 def policy(name="gpu-cluster-policy", spec=None, helm=None):
     meta = {"name": name}
@@ -40,29 +38,33 @@ def test_olm_install_found_by_subscription_and_csv():
                             "csv": "gpu-operator-certified.v26.7.0", "phase": "Succeeded", "version": "26.7.0"}
 
 
-def test_a_csv_alone_or_other_packages():
-    assert cp.install_method("auto", [policy()], [], [csv()])["method"] == "olm"
+HELM_POLICY = policy("cluster-policy", helm=("gpu-operator", "gpu-operator"))
+
+
+@pytest.mark.parametrize("requested, policies, subscriptions, csvs, method", [
+    ("auto", [policy()], [], [csv()], "olm"),  # a CSV alone
     # a copied CSV (AllNamespaces operator groups) is not an install; another package is not the GPU Operator
-    other = subscription(package="network-operator", installed="network-operator.v25.1.0")
-    assert cp.install_method("auto", [], [other], [csv(ns="default", copied=True)])["method"] == "helm"
+    ("auto", [], [subscription(package="network-operator", installed="network-operator.v25.1.0")],
+     [csv(ns="default", copied=True)], "helm"),
+    ("auto", [], [], [], "helm"),
+    ("auto", [HELM_POLICY], [], [], "helm"),
+    ("auto", [policy("applied-by-gitops")], [], [], "clusterpolicy"),
+    ("olm", [policy("applied-by-gitops")], [], [], "clusterpolicy"),
+    ("helm", [policy("unowned")], [], [], "helm"),
+])
+def test_who_installed_it(requested, policies, subscriptions, csvs, method):
+    assert cp.install_method(requested, policies, subscriptions, csvs)["method"] == method
 
 
-def test_helm_or_nobody():
-    assert cp.install_method("auto", [], [], [])["method"] == "helm"
-    found = cp.install_method("auto", [policy("cluster-policy", helm=("gpu-operator", "gpu-operator"))], [], [])
-    assert found["method"] == "helm" and found["helm"] == "helm release gpu-operator (namespace gpu-operator)"
-
-
-def test_a_clusterpolicy_no_helm_release_owns():
-    found = cp.install_method("auto", [policy("applied-by-gitops")], [], [])
-    assert found["method"] == "clusterpolicy" and found["policy"]["metadata"]["name"] == "applied-by-gitops"
-    assert cp.install_method("olm", [policy("applied-by-gitops")], [], [])["method"] == "clusterpolicy"
+def test_the_owner_found_is_named():
+    assert cp.install_method("auto", [HELM_POLICY], [], [])["helm"] == "helm release gpu-operator (namespace gpu-operator)"
+    assert cp.install_method("auto", [policy("applied-by-gitops")], [], [])["policy"]["metadata"]["name"] == "applied-by-gitops"
 
 
 @pytest.mark.parametrize("requested", ["auto", "helm", "olm"])
 def test_helm_and_olm_both_claim_it_refused_naming_both(requested):
     with pytest.raises(cp.ClaimConflict) as err:
-        cp.install_method(requested, [policy("cluster-policy", helm=("gpu-operator", "gpu-operator")), policy()],
+        cp.install_method(requested, [HELM_POLICY, policy()],
                           [subscription()], [csv()])
     text = str(err.value)
     assert "helm release gpu-operator (namespace gpu-operator)" in text
@@ -70,17 +72,14 @@ def test_helm_and_olm_both_claim_it_refused_naming_both(requested):
            "nvidia-gpu-operator" in text
 
 
-def test_forced_method_against_the_cluster():
-    with pytest.raises(cp.ClaimConflict, match="install_method=helm.*OLM Subscription gpu-operator-certified"):
-        cp.install_method("helm", [policy()], [subscription()], [csv()])
-    with pytest.raises(cp.ClaimConflict, match="install_method=olm.*helm release gpu-operator"):
-        cp.install_method("olm", [policy("cluster-policy", helm=("gpu-operator", "gpu-operator"))], [], [])
-    assert cp.install_method("helm", [policy("unowned")], [], [])["method"] == "helm"
-
-
-def test_two_olm_installs_refused():
-    with pytest.raises(cp.ClaimConflict, match="namespaces a, b"):
-        cp.install_method("auto", [policy()], [subscription(ns="a"), subscription(ns="b")], [])
+@pytest.mark.parametrize("requested, policies, subscriptions, csvs, message", [
+    ("helm", [policy()], [subscription()], [csv()], "install_method=helm.*OLM Subscription gpu-operator-certified"),
+    ("olm", [HELM_POLICY], [], [], "install_method=olm.*helm release gpu-operator"),
+    ("auto", [policy()], [subscription(ns="a"), subscription(ns="b")], [], "namespaces a, b"),  # two OLM installs
+])
+def test_a_forced_method_or_two_olm_installs_are_refused(requested, policies, subscriptions, csvs, message):
+    with pytest.raises(cp.ClaimConflict, match=message):
+        cp.install_method(requested, policies, subscriptions, csvs)
 
 
 # --- the spec we want ------------------------------------------------------------------------------
@@ -165,7 +164,7 @@ FORBIDDEN = ("subscriptions", "403 Forbidden")
 @pytest.mark.parametrize("requested", ["auto", "olm"])
 def test_olm_lookup_forbidden_fails_naming_the_verb_and_the_ways_out(requested):
     """Without the list of OLM's objects no OLM install is known absent: not taken as none."""
-    for policies in ([], [policy("applied-by-gitops")], [policy("cluster-policy", helm=("gpu-operator", "gpu-operator"))]):
+    for policies in ([], [policy("applied-by-gitops")], [HELM_POLICY]):
         with pytest.raises(cp.ClaimConflict) as err:
             cp.install_method(requested, policies, [], [], olm_forbidden=FORBIDDEN)
         text = str(err.value)
