@@ -1,20 +1,9 @@
 """Run a module's main() in-process: exit_json/fail_json raise, arguments via patch_module_args."""
 
-import json
-from contextlib import contextmanager
 from unittest import mock
 
 from ansible.module_utils import basic
-
-try:  # ansible-core >= 2.19
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # pragma: no cover - older cores
-    from ansible.module_utils.common.text.converters import to_bytes
-
-    @contextmanager
-    def patch_module_args(args=None):
-        with mock.patch.object(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}))):
-            yield
+from ansible.module_utils.testing import patch_module_args
 
 
 class ModuleExit(Exception):
