@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""One validator view per libcufile release (issue 20), checked against what the sweep measured on
+"""One validator view per libcufile release, checked against what the sweep measured on
 the H100 host with the real libraries (tests/gpu/evidence/2026-11-23-cufile-sweep-results.jsonl.gz,
 schemas/cufile-releases.json). No GPU needed."""
 
@@ -158,7 +158,7 @@ def test_verdict_hint_knows_each_release_code():
 
 def test_facts_validate_with_the_host_release():
     assert host_release({"libcufile": {"version": "1.20.0"}}) == ("1.20", None)
-    # a release the collection has not measured is not judged by another one (issue 18)
+    # a release the collection has not measured is not judged by another one
     release, note = host_release({"libcufile": {"version": "1.11.1"}})
     assert release is None and "the host's libcufile 1.11.1 is unknown to the collection" in note
     release, note = host_release({})

@@ -2,7 +2,7 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The probe's pure I/O planning (slices, candidate plans, choosing a plan, ratios), its worker
-pool, the storage's own O_DIRECT measurement, and gds.throughput (issue 21)."""
+pool, the storage's own O_DIRECT measurement, and gds.throughput."""
 
 from __future__ import annotations
 

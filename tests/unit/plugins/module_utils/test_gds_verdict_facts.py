@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Issue 14, verdict order: every reason follows from the facts returned with it. A property
+"""Verdict order: every reason follows from the facts returned with it. A property
 test over every combination of the fact fixtures (captured cufile.log, nvidia-fs stats and
 libcufile stdout files of tests/fixtures/gds, and constructed driver, GPU, libcufile, nvidia_fs,
 cufile.json, probe and storage states): no reason may name as missing a component that the same
