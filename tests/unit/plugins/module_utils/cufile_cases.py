@@ -92,11 +92,14 @@ NEWER_KEYS = {
 }
 
 
-def nest(dotted, value):
-    """{"a": {"b": value}} for "a.b"."""
-    doc = value
-    for part in reversed(dotted.split(".")):
-        doc = {part: doc}
+def nest(dotted, value, doc=None):
+    """``doc`` (a new dict by default) with ``value`` at the dotted path: {"a": {"b": value}} for "a.b"."""
+    doc = {} if doc is None else doc
+    *parents, leaf = dotted.split(".")
+    target = doc
+    for part in parents:
+        target = target.setdefault(part, {})
+    target[leaf] = value
     return doc
 
 

@@ -71,11 +71,7 @@ def test_schema_shipped_values_equal_the_shipped_module_dict():
     rebuilt = {}
     for dotted, node in SCHEMA.known.items():
         if "x-shipped" in node:
-            parts = dotted.split(".")
-            target = rebuilt
-            for part in parts[:-1]:
-                target = target.setdefault(part, {})
-            target[parts[-1]] = node["x-shipped"]
+            nest(dotted, node["x-shipped"], rebuilt)
     expected = shipped()
     expected["fs"].pop("nfs")  # shipped as an empty section: nothing to carry
     assert rebuilt == expected
@@ -112,11 +108,7 @@ def test_every_reference_key_is_accepted_with_its_shipped_value(dotted):
 def test_all_reference_keys_together_are_accepted():
     doc = {}
     for dotted, value in REFERENCE_KEYS.items():
-        parts = dotted.split(".")
-        target = doc
-        for part in parts[:-1]:
-            target = target.setdefault(part, {})
-        target[parts[-1]] = value
+        nest(dotted, value, doc)
     assert lint_document(doc, check_paths=True).findings == []
 
 
