@@ -19,3 +19,8 @@ def fixture_text(*parts):
 def k8s_items(name):
     """The items of a list captured from the Kubernetes API emulator."""
     return json.loads(fixture_text("k8s_emulator", "captured", name))["items"]
+
+
+def captured(rel):
+    """A file captured on a real host (tests/fixtures/captured)."""
+    return fixture_text("captured", rel)

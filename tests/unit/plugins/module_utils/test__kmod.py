@@ -15,13 +15,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._common import m
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Result
-
-CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
-
-
-def captured(rel):
-    with open(os.path.join(CAPTURED, rel)) as f:
-        return f.read()
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import captured
 
 
 def test_parse_proc_modules_real_tainted():

@@ -6,23 +6,16 @@ over real captured /proc/driver/nvidia/version and modinfo output."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import kmod
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import nvfs, secure_boot
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import captured
 
-CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
 OPEN = {"version": "580.95.05", "open": True}
 PROPRIETARY = {"version": "515.76", "open": False}
 PROPRIETARY_535 = {"version": "535.54.03", "open": False}
-
-
-def captured(rel):
-    with open(os.path.join(CAPTURED, rel)) as f:
-        return f.read()
 
 
 def test_parse_driver_version_real():

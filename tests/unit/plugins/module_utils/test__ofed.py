@@ -6,19 +6,11 @@ package database, and decide() (never mixing MLNX_OFED and DOCA-OFED)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import hostparse
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
-
-CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
-
-
-def captured(rel):
-    with open(os.path.join(CAPTURED, rel)) as f:
-        return f.read()
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import captured
 
 
 @pytest.mark.parametrize("fixture,distribution,version,release", [

@@ -20,13 +20,7 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._packages import
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Result
-
-CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "captured")
-
-
-def captured(rel):
-    with open(os.path.join(CAPTURED, rel)) as f:
-        return f.read()
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import captured
 
 
 @pytest.mark.parametrize("left,right,expected", [
