@@ -6,22 +6,19 @@ by tests/fixtures/helm/capture.py), the change plan, the diff and the argv build
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from ansible.module_utils.common.dict_transformations import dict_merge
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import helm as h
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import outcome as oc
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Result
+from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import fixture_text
 
-CAPTURED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "helm", "captured")
 VERSIONS = ("3.19.0", "4.1.4")
 
 
 def captured(version, name):
-    with open(os.path.join(CAPTURED, version, name)) as handle:
-        return handle.read()
+    return fixture_text("helm", "captured", version, name)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
