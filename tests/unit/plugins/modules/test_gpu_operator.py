@@ -15,6 +15,7 @@ from unittest import mock
 
 import pytest
 
+from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import cluster_policy as cp
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError, Result
 from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
@@ -32,14 +33,26 @@ CRASHING = {"clusterpolicies": k8s_items("clusterpolicies-notready.json"), "node
 
 
 class FakeSource(object):
-    def __init__(self, state):
+    """The API as the module reads it: lists of ``state``; a kind in ``forbidden`` answers 403;
+    ClusterPolicy merge patches are applied and recorded."""
+
+    def __init__(self, state, forbidden=()):
         self.state = state
+        self.forbidden = forbidden
+        self.patches = []
 
     def list(self, kind):
-        return self.state.get(kind, []), "1"
+        if kind in self.forbidden:
+            raise type("ApiException", (Exception,), {"status": 403, "reason": "Forbidden", "body": None})()
+        return copy.deepcopy(self.state.get(kind, [])), "1"
 
     def watch(self, kind, rv, timeout):
         return iter(())
+
+    def patch_policy(self, name, body):
+        self.patches.append((name, copy.deepcopy(body)))
+        policy = next(p for p in self.state["clusterpolicies"] if p["metadata"]["name"] == name)
+        policy["spec"] = cp.apply_patch(policy["spec"], body)
 
 
 class FakeHelm(object):

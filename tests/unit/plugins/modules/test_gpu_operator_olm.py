@@ -13,11 +13,11 @@ from unittest import mock
 import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
-from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import cluster_policy as cp
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gpu_operator as mgr
 from ansible_collections.gpudirect.storage.plugins.modules import gpu_operator
 from ansible_collections.gpudirect.storage.tests.unit.plugins.module_utils.fixture_files import k8s_items
 from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.module_harness import run_module
+from ansible_collections.gpudirect.storage.tests.unit.plugins.modules.test_gpu_operator import FakeSource
 
 NS = "nvidia-gpu-operator"
 
@@ -35,26 +35,6 @@ def olm_state(spec_gds=None, pods=True):
                                "status": {"installedCSV": "gpu-operator-certified.v26.7.0"}}],
             "clusterserviceversions": [{"metadata": {"name": "gpu-operator-certified.v26.7.0", "namespace": NS},
                                         "spec": {"version": "26.7.0"}, "status": {"phase": "Succeeded"}}]}
-
-
-class FakeSource(object):
-    def __init__(self, state, forbidden=()):
-        self.state = state
-        self.forbidden = forbidden
-        self.patches = []
-
-    def list(self, kind):
-        if kind in self.forbidden:
-            raise type("ApiException", (Exception,), {"status": 403, "reason": "Forbidden", "body": None})()
-        return copy.deepcopy(self.state.get(kind, [])), "1"
-
-    def watch(self, kind, rv, timeout):
-        return iter(())
-
-    def patch_policy(self, name, body):
-        self.patches.append((name, copy.deepcopy(body)))
-        policy = next(p for p in self.state["clusterpolicies"] if p["metadata"]["name"] == name)
-        policy["spec"] = cp.apply_patch(policy["spec"], body)
 
 
 @pytest.fixture(autouse=True)
