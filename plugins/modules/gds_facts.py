@@ -144,6 +144,22 @@ options:
         nvidia-fs is signed with); the DKMS default keys are asked about too. The answer is C(gds.mok).
         M(gpudirect.storage.gds_preflight) sets it from its own O(gpudirect.storage.gds_preflight#module:mok_cert).
     type: path
+  record_path:
+    description:
+      - After a verdict that met O(require_mode), record it on the host in this file for the
+        textfile collector of role C(gpudirect.storage.gds_monitoring) - mode, verified, proven,
+        GB/s, time, the required mode, nvidia_fs and libcufile versions, and the cufile.json
+        validity the controller found with each file's path, role and sha256 (no reason text, no
+        findings). JSON, mode 0644, replaced atomically; its directory is created 0755 and must be
+        writable by this module's user only. Unset records nothing.
+      - The record is written by a second, small call of this module, after the controller
+        validated the cufile.json texts (the validity is the controller's). It changes on every
+        run (the time), so the task reports C(changed); check mode writes nothing.
+    type: path
+  record:
+    description:
+      - Internal - the record the action plugin sends to O(record_path). Not for playbooks.
+    type: dict
 notes:
   - The probe needs root or write access to O(probe_path), and a GPU with enough free memory for
     two buffers of O(probe_size_mb).
@@ -169,6 +185,11 @@ EXAMPLES = r"""
 - name: Facts only, no I/O
   gpudirect.storage.gds_facts:
     probe: false
+
+- name: Gate on compat and record the verdict for the monitoring collector
+  gpudirect.storage.gds_facts:
+    require_mode: compat
+    record_path: /var/lib/gpudirect-storage/last_verdict.json
 
 - name: Show the verdict
   ansible.builtin.debug:
@@ -280,18 +301,27 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_facts import argument_spec, check_params, gather
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_facts as backend
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds import record
 from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import gate
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import Runner
 
 
+def argument_spec():
+    """The facts' options (shared with gds_plan and gds_node_probe) and the record's."""
+    return dict(backend.argument_spec(), record_path=dict(type="path"), record=dict(type="dict"))
+
+
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    problem = check_params(module.params)
+    module = AnsibleModule(argument_spec=argument_spec(), required_by={"record": "record_path"}, supports_check_mode=True)
+    problem = backend.check_params(module.params)
     if problem:
         module.fail_json(msg=problem)
-    facts = gather(module.params, HostPaths(), Runner(module), tmp_root=module.tmpdir)
+    if module.params["record"] is not None:
+        changed, diff = record.write(module, module.params["record_path"], module.params["record"])
+        module.exit_json(changed=changed, diff=diff)
+    facts = backend.gather(module.params, HostPaths(), Runner(module), tmp_root=module.tmpdir)
     for warning in facts.get("warnings") or []:
         module.warn(warning)
     required = module.params["require_mode"]

@@ -37,9 +37,10 @@ MODULES = {"mofed": "gpudirect.storage.mofed", "nvidia_fs": "gpudirect.storage.n
            "cufile": "gpudirect.storage.cufile_config", "gds_preflight": "gpudirect.storage.gds_preflight",
            "gds_verify": "gpudirect.storage.gds_facts"}
 # what a role's task passes and the plan does not: planning never signs; the plan gathers the
-# facts itself; gds_verify's gate is gds_plan's own require_mode / require_proven (GATE)
+# facts itself; gds_verify's gate is gds_plan's own require_mode / require_proven (GATE); the plan
+# records no verdict on the host
 NOT_PLANNED = {"nvidia_fs": {"mok_key_passphrase"}, "gds_preflight": {"facts"},
-               "gds_verify": {"require_mode", "require_proven"}}
+               "gds_verify": {"require_mode", "require_proven", "record_path"}}
 PLAIN = re.compile(r"^\{\{ (\w+) \}\}$")
 OMIT_EMPTY = re.compile(r"^\{\{ (\w+) \| default\(omit, true\) \}\}$")
 

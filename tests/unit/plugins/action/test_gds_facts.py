@@ -154,15 +154,47 @@ def test_no_libcufile_on_the_host_is_validated_against_the_newest_release_and_sa
     assert facts["cufile"]["note"].startswith("no libcufile found on the host: validated against libcufile 1.15")
 
 
-def run_in_role(role_name, task_vars):
-    """The action as a task of role ``role_name`` (None: a task of a playbook)."""
+def run_in_role(role_name, task_vars, args=None, check_mode=False):
+    """The action as a task of role ``role_name`` (ansible_role_name; None: a task of a playbook)."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
     from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
     out = {"changed": False, "ansible_facts": {"gds": gds()}}
-    with mock.patch.object(action.ActionModule, "_role_name", lambda self: role_name):
-        return run_with_module_result(action, action.MODULE, {"probe": False}, out, task_vars=task_vars,
-                                      templar=Templar(loader=DataLoader(), variables=task_vars))
+    task_vars = dict(task_vars, ansible_role_name=role_name) if role_name else task_vars
+    return run_with_module_result(action, action.MODULE, args or {"probe": False}, out, task_vars=task_vars,
+                                  templar=Templar(loader=DataLoader(), variables=task_vars), check_mode=check_mode)
+
+
+@pytest.mark.parametrize("role_name", ["gds_verify", "gpudirect.storage.gds_verify"])
+def test_in_the_gds_verify_role_a_bad_value_fails_naming_the_variable_before_the_host(role_name):
+    """verify.yml imports the role without Ansible's own argument validation task: the one task
+    checks the role's variables against its argument spec with Ansible's validator."""
+    result, execute = run_in_role(role_name, {"gds_verify_probe_size_mb": "lots", "gds_verify_require_mode": "fast"})
+    assert result["failed"] and execute.call_count == 0 and result["changed"] is False
+    assert "gds_verify_probe_size_mb" in result["msg"] and "unable to convert to int" in result["msg"]
+    assert "gds_verify_require_mode must be one of: compat, p2pdma, gds" in result["msg"]
+    assert result["msg"].endswith("nothing was run on the host")
+    result, execute = run_in_role("other.collection.gds_verify_x", {"gds_verify_probe_size_mb": "lots"})
+    assert not result.get("failed") and execute.call_count == 1
+
+
+def test_a_recorded_verdict_carries_the_controllers_cufile_validity():
+    result, execute = run_in_role("gds_verify", {}, args={"require_mode": "compat", "record_path": "/r/v.json"})
+    assert not result.get("failed"), result.get("msg")
+    first, second = [c.kwargs["module_args"] for c in execute.call_args_list]
+    assert first == {"require_mode": "compat"}
+    assert second["record_path"] == "/r/v.json" and set(second) == {"record_path", "record"}
+    assert second["record"]["cufile"]["valid"] is True and second["record"]["require_mode"] == "compat"
+    assert all("text" not in f for f in second["record"]["cufile"]["files"])
+
+
+def test_a_failed_verdict_is_not_recorded_and_the_record_option_is_the_actions_own():
+    from ansible_collections.gpudirect.storage.tests.unit.plugins.action.action_harness import run_with_module_result
+    out = {"failed": True, "msg": "GDS verdict failed", "ansible_facts": {"gds": gds(mode="failed")}}
+    result, execute = run_with_module_result(action, action.MODULE, {"record_path": "/r/v.json"}, out)
+    assert result["failed"] and execute.call_count == 1
+    result, execute = run_with_module_result(action, action.MODULE, {"record": {"mode": "gds"}, "record_path": "/r"}, out)
+    assert result["failed"] and "record" in result["msg"] and execute.call_count == 0
 
 
 def test_in_the_gds_verify_role_a_misspelled_variable_fails_naming_the_likely_one():
