@@ -41,10 +41,8 @@ def command_line_inventories():
 
 
 def raw_host_variables(hostvars, host):
-    """The variables of ``host`` as Ansible built them, not templated (None for a host it does not
-    know). ``hostvars[host]`` templates every value read, and the whole ansible_facts tree with it;
-    facts are module output and set_fact values are rendered when set, so the raw ones are the
-    same. A plain mapping (tests, older callers) is read as it is."""
+    """The variables of ``host`` as Ansible built them, not templated (None for an unknown host):
+    ``hostvars[host]`` would template the whole ansible_facts tree, whose values are final already."""
     raw_get = getattr(hostvars, "raw_get", None)
     try:
         found = raw_get(host) if raw_get is not None else hostvars[host]

@@ -107,11 +107,8 @@ def in_cluster_params():
 
 
 def cluster_access(params, content=None, environ=None, in_cluster=in_cluster_params):
-    """The ClusterAccess the options describe, or AuthError naming the options in conflict.
-
-    ``content``: a kubeconfig given inline (gpu_operator's ``kubeconfig_content``, a YAML string
-    or a dict), used like a ``kubeconfig`` file. ``environ`` and ``in_cluster`` are seams for tests.
-    """
+    """The ClusterAccess the options describe (``content``: an inline kubeconfig), or AuthError naming
+    the options in conflict."""
     environ = os.environ if environ is None else environ
     host, kubeconfig, context = params.get("host"), params.get("kubeconfig"), params.get("context")
     named = [n for n, v in (("host (K8S_AUTH_HOST)", host), ("kubeconfig (K8S_AUTH_KUBECONFIG)", kubeconfig),

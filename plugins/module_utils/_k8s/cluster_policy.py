@@ -88,20 +88,10 @@ def _olm_forbidden_text(olm_forbidden):
 
 
 def install_method(requested, policies, subscriptions, csvs, olm_forbidden=None):
-    """How the GPU Operator is managed here: {method: helm | olm | clusterpolicy, policy: the
-    ClusterPolicy to patch (olm, clusterpolicy), olm: claim or None, helm: owner text or None,
-    olm_unchecked: why OLM's objects were not read, or None}.
-
-    ``olm_forbidden``: (resource, refusal) when OLM's objects could not be listed. Then no OLM
-    install is known absent, so only a forced ``helm`` goes on (olm_unchecked says so); ``auto``
-    and ``olm`` raise ClaimConflict naming the refused list and the two ways out.
-
-    ``requested``: auto, helm or olm (the module's install_method). ``auto``: an OLM install
-    means olm; else a ClusterPolicy no helm release owns means clusterpolicy (applied by hand or
-    by a GitOps tool); else helm. Raises ClaimConflict naming both claimants when a helm release
-    owns a ClusterPolicy and OLM installed the operator, or when the forced method contradicts
-    the cluster.
-    """
+    """How the GPU Operator is managed: {method: helm | olm | clusterpolicy, policy, olm, helm,
+    olm_unchecked}. ``auto``: an OLM install means olm, else a ClusterPolicy no helm release owns
+    means clusterpolicy, else helm. ClaimConflict names both claimants when they contradict, and,
+    when OLM's objects could not be listed (``olm_forbidden``), anything but a forced ``helm``."""
     if olm_forbidden and requested != "helm":
         raise ClaimConflict("install_method=%s: cannot tell whether OLM installed the GPU Operator: %s; grant list "
                             "on subscriptions and clusterserviceversions (operators.coreos.com), as "

@@ -158,11 +158,8 @@ def diff_paths(before, after, prefix=""):
 
 
 def plan_release(history, current_values, desired_values, desired_chart):
-    """Decide whether ``helm upgrade --install`` has to run.
-
-    ``history``: parse_history() of the release ([] when not installed); ``desired_chart``:
-    {name, version} of the chart to install. Returns (needed, reasons).
-    """
+    """(needed, reasons): whether ``helm upgrade --install`` has to run, from ``history``
+    (parse_history(), [] when not installed) and ``desired_chart`` {name, version}."""
     if not history:
         return True, ["release is not installed"]
     latest = history[-1]
@@ -316,9 +313,8 @@ class Helm(object):
         return parse_chart_metadata(self._run(argv, hint="cannot read chart %s" % chart_ref).stdout)
 
     def render(self, release, namespace, chart_ref, values_file, values, repo_url=None, version=None):
-        """``helm template`` (offline): HelmError naming the values set when the chart refuses
-        them. Check mode and a real run fail alike, before helm installs anything (a failed
-        ``upgrade --install`` has applied the chart's CRDs already)."""
+        """``helm template`` (offline): HelmError naming the values set when the chart refuses them,
+        before helm installs anything (a failed ``upgrade --install`` has applied the CRDs already)."""
         argv = [self.binary, "template", release, chart_ref, "--namespace", namespace, "--values", values_file]
         if repo_url:
             argv += ["--repo", repo_url]

@@ -94,12 +94,8 @@ def option_values(options):
 
 
 def desired_values(files, values, options):
-    """Merge ``files`` ([(name, dict)]), then ``values``, then the structured options;
-    ``gds.enabled`` is true unless one of them says otherwise.
-
-    An option set to something else than ``values``/a values file says for the same path is
-    an error (ValuesError naming both), never a silent override.
-    """
+    """Merge ``files`` ([(name, dict)]), then ``values``, then the options (``gds.enabled`` true unless
+    one says otherwise). An option that contradicts ``values`` or a file is a ValuesError naming both."""
     merged = {}
     for name, content in files or []:
         if content is None:
@@ -218,15 +214,9 @@ def planned_driver_config(values, drivers):
 
 
 def preflight(values, nodes, unsupported_os="warn", chart_version=None, drivers=None, options=()):
-    """Check ``values`` (desired, merged) against the cluster's ``nodes`` (JSON, all nodes),
-    its NVIDIADriver CRs (``drivers``) and the chart version (``helm show chart``) that will read
-    them. ``options``: the value paths the module's options set (see :func:`option_values`).
-
-    Returns {errors: [...], warnings: [...], nodes: [{name, os, os_supported, gds_expected}]}.
-    The OS is checked only on the nodes meant to get GDS (from the ClusterPolicy the values
-    render, or the NVIDIADriver that will select the node); the driver settings only when the
-    values enable GDS.
-    """
+    """{errors, warnings, nodes: [{name, os, os_supported, gds_expected}]} of the merged ``values``
+    against the cluster's nodes, NVIDIADriver CRs and chart version. The OS is checked only on the
+    nodes meant to get GDS, the driver settings only when the values enable GDS."""
     errors, warnings, reports = [], [], []
     enabled, version = gds_settings(values)
     policy, planned = planned_driver_config(values, drivers)

@@ -10,11 +10,9 @@ import math
 
 
 def undo_reserve(timeout, slowest=0.0):
-    """Seconds of ``wait_timeout`` kept for what follows helm's own ``--timeout``: helm's apply
-    before its wait, and undoing a failed change (a rollback or uninstall, applied without
-    ``--wait`` so that no wait of ours can time out and leave the release ``failed``, and a
-    ``helm history``): eight times the slowest read-only helm call seen (a big chart, a loaded
-    host), at least 3 s and a fifth of ``wait_timeout`` (at most 60 s), at most two thirds of it."""
+    """Seconds of ``wait_timeout`` kept for helm's apply and for undoing a failed change (applied
+    without ``--wait``, so it cannot time out and leave the release ``failed``): eight times the
+    slowest read-only helm call, at least 3 s and a fifth (at most 60 s), at most two thirds."""
     return min(timeout * 2 // 3, max(3, min(60, timeout // 5), int(math.ceil(8 * slowest))))
 
 

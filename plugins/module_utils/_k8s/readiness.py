@@ -312,11 +312,8 @@ def _node_report(node, policy, drivers, driver_pods, problems):
 
 
 def evaluate(policies, nodes, pods, drivers=None, expect=None):
-    """Readiness of GDS from API JSON. Returns {ready, cluster_policy, nodes, problems, gds_nodes}.
-
-    ``nodes``: all nodes (not only GPU nodes); ``drivers``: NVIDIADriver CRs; ``expect``:
-    {count: int, selector: parse_selector() output} or None.
-    """
+    """{ready, cluster_policy, nodes, problems, gds_nodes} from API JSON. ``nodes``: all nodes;
+    ``expect``: {count, selector (parse_selector())} or None."""
     policy = pick_policy(policies)
     problems = []
     cp_reason = ""

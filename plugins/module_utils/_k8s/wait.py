@@ -48,10 +48,9 @@ def cluster_objects(source):
 
 
 def probe_nodes(api, selector, names=None):
-    """gds_node_probe's nodes: those ``selector`` matches; with the default selector (the GPU
-    nodes) and no ``names``, only the nodes the ClusterPolicy / NVIDIADriver CRs mean to get GDS
-    (:func:`probe_selection`). Returns (nodes, names of GPU nodes left out). Where the CRs
-    cannot be read (no GPU Operator, no permission) every GPU node stays."""
+    """(nodes, names of GPU nodes left out): those ``selector`` matches; with the default selector and
+    no ``names``, only the nodes the ClusterPolicy / NVIDIADriver CRs mean to get GDS (every GPU node
+    where the CRs cannot be read)."""
     nodes = api.nodes(selector)
     if names or selector != GPU_LABEL + "=true" or getattr(api, "core", None) is None:
         return nodes, []
@@ -69,18 +68,13 @@ def probe_nodes(api, selector, names=None):
 
 # --- I/O: list + watch -----------------------------------------------------------------------
 def api_client(kubeconfig=None, context=None):
-    """A kubernetes ApiClient from a kubeconfig path / $KUBECONFIG / ~/.kube/config (never the
-    pod's in-cluster account); _k8s.auth.AuthError says why there is none. Modules with the
-    whole set of connection options use _k8s.auth.connect."""
+    """A kubernetes ApiClient from a kubeconfig path / $KUBECONFIG / ~/.kube/config, never the pod's
+    in-cluster account (AuthError says why there is none)."""
     return auth.connect({"kubeconfig": kubeconfig, "context": context})[0]
 
 
 class KubeSource(object):
-    """Lists and watches of the three resources the wait needs, as JSON dicts.
-
-    Uses the typed API methods with ``_preload_content=False`` (raw urllib3 responses), which
-    behave the same in the old (<= 33) and the pydantic-generated (>= 34) kubernetes clients.
-    """
+    """Lists and watches of the resources the wait needs, as JSON dicts (``_preload_content=False``)."""
 
     def __init__(self, client, namespace):
         self.client = client
@@ -135,11 +129,8 @@ class KubeSource(object):
 
 
 class Waiter(object):
-    """Evaluate, then re-evaluate on every watch event until ready or the deadline.
-
-    ``source`` has ``list(kind) -> (items, rv)`` and ``watch(kind, rv, timeout)``; the
-    kubernetes-backed one is :class:`KubeSource`, tests pass fakes.
-    """
+    """Evaluate, then re-evaluate on every watch event until ready or the deadline. ``source`` has
+    ``list(kind) -> (items, rv)`` and ``watch(kind, rv, timeout)`` (:class:`KubeSource`, or a fake)."""
 
     KINDS = ("clusterpolicies", "nvidiadrivers", "nodes", "pods")
 

@@ -25,23 +25,20 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._k8s.api_retry i
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_node_probe import KubeApi
 
 
-class VolumeApi(object):
-    """Nodes, StorageClasses and PersistentVolumes as JSON dicts; failures are ApiCallFailed."""
+class VolumeApi(KubeApi):
+    """KubeApi with StorageClasses and PersistentVolumes."""
 
     def __init__(self, api_client):
-        self.core = k8s_client.CoreV1Api(api_client)
+        super(VolumeApi, self).__init__(api_client)
         self.storage = k8s_client.StorageV1Api(api_client)
 
     def _get(self, resource, call, name):
         try:  # "get" (the RBAC verb) comes back as text
-            return json.loads(KubeApi._call("get", resource, call, name))  # pylint: disable=protected-access
+            return json.loads(self._call("get", resource, call, name))
         except ApiCallFailed as exc:
             if exc.status == 404:
                 return None
             raise
-
-    def nodes(self):
-        return (KubeApi._call("list", "nodes", self.core.list_node) or {}).get("items") or []  # pylint: disable=protected-access
 
     def storage_class(self, name):
         return self._get("storageclasses/" + name, self.storage.read_storage_class, name)
@@ -50,16 +47,13 @@ class VolumeApi(object):
         return self._get("persistentvolumes/" + name, self.core.read_persistent_volume, name)
 
     def create_storage_class(self, body):
-        return KubeApi._call("create", "storageclasses/" + body["metadata"]["name"],  # pylint: disable=protected-access
-                             self.storage.create_storage_class, body)
+        return self._call("create", "storageclasses/" + body["metadata"]["name"], self.storage.create_storage_class, body)
 
     def create_pv(self, body):
-        return KubeApi._call("create", "persistentvolumes/" + body["metadata"]["name"],  # pylint: disable=protected-access
-                             self.core.create_persistent_volume, body)
+        return self._call("create", "persistentvolumes/" + body["metadata"]["name"], self.core.create_persistent_volume, body)
 
     def patch_pv(self, name, body):
-        return KubeApi._call("patch", "persistentvolumes/" + name,  # pylint: disable=protected-access
-                             self.core.patch_persistent_volume, name, body)
+        return self._call("patch", "persistentvolumes/" + name, self.core.patch_persistent_volume, name, body)
 
 
 def argument_spec():

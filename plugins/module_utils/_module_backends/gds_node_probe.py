@@ -40,9 +40,7 @@ MANAGED = "%s=%s" % np.MANAGED_BY
 
 
 class KubeApi(object):
-    """The few calls the probe needs, JSON in and out (``_preload_content=False``: the same with
-    the old and the pydantic-generated kubernetes clients). Every failure is an ApiCallFailed
-    naming the verb and the resource."""
+    """The few calls the probe needs, JSON in and out; every failure is an ApiCallFailed."""
 
     def __init__(self, api_client):
         self.core = k8s_client.CoreV1Api(api_client)
@@ -69,7 +67,7 @@ class KubeApi(object):
                 return False
             raise
 
-    def nodes(self, selector):
+    def nodes(self, selector=None):
         return self._items("nodes", self.core.list_node, label_selector=selector or None)
 
     def pods(self, namespace, selector):

@@ -32,9 +32,8 @@ def jsonschema_available():
 
 
 def warm():
-    """Import jsonschema and load the default schema now. The action plugins call this when they
-    are imported: Ansible's strategy imports action plugins in its main process before it forks a
-    worker per host, so the workers inherit the work instead of repeating it for every host."""
+    """Import jsonschema and load the default schema now: action plugins are imported before Ansible
+    forks a worker per host, so the workers inherit this instead of repeating it."""
     try:
         lint_text("{}", source="<warm-up>")
     except Exception:  # pylint: disable=broad-except
@@ -111,11 +110,9 @@ def _as_result(text_or_doc, source, version, check_paths, host, rules):
 
 def lint_merged(etc_text_or_doc, env_text_or_doc, etc_source="/etc/cufile.json", env_source="CUFILE_ENV_PATH_JSON",
                 version=DEFAULT_VERSION, check_paths=None, host=None):
-    """Validate what libcufile sees when CUFILE_ENV_PATH_JSON is set: /etc/cufile.json, the env
-    file, and the env file overlaid on /etc/cufile.json (keys the env file lacks keep their /etc
-    values; a null in it counts as not set). Either argument may be None: a missing /etc file means
-    built-in defaults, a missing env file is silently ignored by libcufile. A broken file of either
-    kind is fatal on its own. Findings carry ``source``: etc_source, env_source or "merged"."""
+    """Validate what libcufile sees with CUFILE_ENV_PATH_JSON: /etc/cufile.json, the env file and the
+    env file overlaid on it (a null counts as not set). Either may be None (libcufile's defaults / no
+    overlay); a broken one is fatal on its own. ``source`` of a finding: etc_source, env_source or "merged"."""
     findings = []
     docs = []
     for value, source, rules in ((etc_text_or_doc, etc_source, True), (env_text_or_doc, env_source, False)):

@@ -44,11 +44,8 @@ def inventory_path(inventories):
 
 def report_dir(dest, playbooks, environ, inventories=()):
     """Where the report goes, never depending on the current directory: ``dest``, else
-    $GDS_REPORT_DIR, else one directory per inventory beside it: ``reports/<inventory name>``
-    in the directory that holds the inventory (``-i inventories/prod``: inventories/reports/prod;
-    ``-i fleet/hosts.yml``: fleet/reports/hosts), and a relative ``dest`` is taken there too.
-    Without an inventory on disk: under the project directory (see :func:`project_dir`), or
-    ~/.ansible/gds-reports when the playbook was named by its collection name."""
+    $GDS_REPORT_DIR, else ``reports/<inventory name>`` beside the first inventory (a relative ``dest``
+    is taken there too); without an inventory on disk, the project directory, else ~/.ansible."""
     chosen = os.path.expanduser(dest or environ.get(ENV_DIR) or "") or None
     if chosen and os.path.isabs(chosen):
         return os.path.normpath(chosen)
@@ -99,13 +96,9 @@ def _exists(name, dir_fd):
 
 
 def open_report_dir(dest, create=False):
-    """A descriptor of the report directory (None when it is missing and not ``create``d).
-
-    The report says why hosts failed, so it is the owner's alone: a directory we create is 0700;
-    one of ours that others may read is made 0700 (when ``create``, so not in check mode); one
-    that another user owns or may write (their files could be links we follow, their renames
-    could swap ours) is refused, naming its owner and mode. Everything after this goes through
-    the descriptor, never the name again."""
+    """A descriptor of the report directory (None when missing and not ``create``d). The report is the
+    owner's alone: a directory another user owns or may write is refused; one of ours that others
+    may read is made 0700. Everything after this goes through the descriptor."""
     if create and not os.path.isdir(dest):
         os.makedirs(dest, 0o700)
     try:
