@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -20,27 +19,25 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-COLLECTIONS = os.path.join(ROOT, "build", "collections")
-HELM_VERSIONS = ("3.19.0", "4.1.4")
 MANAGED = "app.kubernetes.io/managed-by=gpudirect.storage.gds_node_probe"
 # ":labelled": the node carries nvidia.com/gpu.present from the start (no GPU Operator runs in these tests)
 TWO_NODES = "gpu-a:ubuntu:22.04:gpu:labelled,gpu-b:ubuntu:24.04:gpu:labelled,cpu-0:debian:12"
 SIX_NODES = ",".join("gpu-%s:ubuntu:22.04:gpu:labelled" % c for c in "abcdef") + ",cpu-0:debian:12"
 
 sys.path.insert(0, FIXTURES)
-sys.path.insert(0, COLLECTIONS)
 from cuda_standin import standin  # noqa: E402  pylint: disable=wrong-import-position
 from k8s_emulator.fixture import Emulator  # noqa: E402  pylint: disable=wrong-import-position
+from k8s_emulator.suite import (  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
+    COLLECTIONS, HELM_VERSIONS, admin_token, ansible_env, link_collection, run_playbook)
+
+sys.path.insert(0, COLLECTIONS)
 
 
 @pytest.fixture(scope="session")
 def standin_libs(tmp_path_factory):
     if not standin.gcc():
         pytest.skip("no C compiler for the stand-ins")
-    link = os.path.join(COLLECTIONS, "ansible_collections", "gpudirect", "storage")
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(os.path.relpath(ROOT, os.path.dirname(link)), link)
+    link_collection()
     return standin.build(str(tmp_path_factory.mktemp("standin")))
 
 
@@ -66,12 +63,7 @@ class Cluster(object):
         self.settings = settings
         self.emu = Emulator(os.path.join(self.tmp, "emulator"), nodes=nodes or TWO_NODES,
                             env={"EMULATOR_KUBELET": json.dumps(settings)})
-        self.env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-                        ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=os.path.join(self.tmp, "ansible-local"),
-                        ANSIBLE_REMOTE_TEMP=os.path.join(self.tmp, "ansible-remote"),
-                        GDS_REPORT_DIR=os.path.join(self.tmp, "reports"),
-                        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-        self.env.pop("KUBECONFIG", None)
+        self.env = ansible_env(self.tmp, GDS_REPORT_DIR=os.path.join(self.tmp, "reports"))
         self.runs = 0
         self._core = None
 
@@ -131,18 +123,11 @@ class Cluster(object):
         vars_file = os.path.join(self.tmp, "vars-%d.json" % self.runs)
         with open(vars_file, "w") as handle:
             json.dump(extra, handle)
-        argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, playbook,
-                "-e", "@" + vars_file] + (["--check"] if check else []) + (["--diff"] if diff else [])
-        res = subprocess.run(argv, cwd=self.tmp, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, timeout=400, check=False)
-        try:
-            data = json.loads(res.stdout)
-        except ValueError:
-            raise AssertionError("no JSON from ansible-playbook (rc=%d):\n%s\n%s"
-                                 % (res.returncode, res.stdout[-3000:], res.stderr[-3000:]))
-        tasks = [t for play in data["plays"] for t in play["tasks"] if task in t["task"]["name"]]
-        assert tasks, res.stdout[-3000:]
-        return res.returncode, list(tasks[0]["hosts"].values())[0], res.stdout
+        argv = ["-i", inventory, playbook, "-e", "@" + vars_file] + ["--check"] * check + ["--diff"] * diff
+        rc, tasks, stdout, _err = run_playbook(argv, self.tmp, self.env, timeout=400)
+        hits = [hosts for name, hosts in tasks if task in name]
+        assert hits, stdout[-3000:]
+        return rc, list(hits[0].values())[0], stdout
 
     def probe(self, check=False, diff=False, **extra):
         args = {"np_kubeconfig": self.emu.kubeconfig, "np_probe_path": [self.probe_dir]}

@@ -12,7 +12,6 @@ Every test ends by checking that no probe pod and no ConfigMap are left in the c
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,7 +20,8 @@ import time
 import pytest
 
 from np_cluster import (  # noqa: F401  pylint: disable=unused-import
-    COLLECTIONS, FIXTURES, HELM_VERSIONS, MANAGED, SIX_NODES, cluster_factory, standin_libs)
+    COLLECTIONS, HELM_VERSIONS, MANAGED, SIX_NODES, cluster_factory, standin_libs)
+from k8s_emulator.suite import helm_binaries  # pylint: disable=import-error
 
 
 MODE = "node-restriction.kubernetes.io/gpudirect.storage.gds-mode"
@@ -159,10 +159,7 @@ def test_rerun_cleans_leftovers_and_interrupt_leaves_nothing(cluster_factory):
 
 @pytest.fixture(scope="session")
 def helm_bins():
-    res = subprocess.run([sys.executable, os.path.join(FIXTURES, "helm", "fetch-helm.py")], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, timeout=600, check=False)
-    assert res.returncode == 0, res.stdout[-3000:]
-    return dict(line.split() for line in res.stdout.strip().splitlines() if line.split()[0] in HELM_VERSIONS)
+    return helm_binaries()
 
 
 @pytest.mark.parametrize("helm_version", HELM_VERSIONS)

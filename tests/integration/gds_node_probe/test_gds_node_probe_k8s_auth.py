@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from np_cluster import cluster_factory, standin_libs  # noqa: F401  pylint: disable=unused-import
+from np_cluster import admin_token, cluster_factory, standin_libs  # noqa: F401  pylint: disable=unused-import
 
 
 def _awx_env(cluster, token):
@@ -25,14 +25,9 @@ def _awx_env(cluster, token):
     return env
 
 
-def _admin_token(cluster):
-    with open(cluster.emu.kubeconfig) as handle:
-        return [line.split()[-1] for line in handle if "token:" in line][0]
-
-
 def test_awx_bearer_token_environment_alone(cluster_factory):
     cluster = cluster_factory()
-    token = _admin_token(cluster)
+    token = admin_token(cluster.emu.kubeconfig)
     cluster.env = _awx_env(cluster, token)
     rc, res, out = cluster.probe(np_kubeconfig=None, np_labels=True)
     assert rc == 0, out[-4000:]

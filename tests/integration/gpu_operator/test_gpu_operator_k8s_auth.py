@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 from gpu_operator_rig import CHART, helm_bins, rig  # noqa: F401 pylint: disable=import-error,unused-import
+from k8s_emulator.suite import admin_token, run_playbook  # pylint: disable=import-error
 
 PLAYBOOK = """---
 - name: Module defaults for each action group of the collection
@@ -68,27 +68,13 @@ def _play(rig, env, playbook, **extra):
     path = os.path.join(rig.tmp, "play-%d.yml" % len(os.listdir(rig.tmp)))
     with open(path, "w") as handle:
         handle.write(playbook)
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", path,
-            "-e", json.dumps(dict(extra, ansible_python_interpreter=sys.executable))]
-    res = subprocess.run(argv, cwd=rig.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         timeout=300, check=False)
-    try:
-        data = json.loads(res.stdout)
-    except ValueError:
-        raise AssertionError("no JSON from ansible-playbook (rc=%d):\n%s\n%s"
-                             % (res.returncode, res.stdout[-3000:], res.stderr[-3000:]))
-    tasks = {t["task"]["name"].split(".")[-1]: t["hosts"]["localhost"] for play in data["plays"]
-             for t in play["tasks"]}
-    return res.returncode, tasks, res.stdout + res.stderr
-
-
-def _token(rig):
-    with open(rig.emu.kubeconfig) as handle:
-        return [line.split()[-1] for line in handle if "token:" in line][0]
+    rc, tasks, stdout, stderr = run_playbook(
+        ["-i", "localhost,", path, "-e", json.dumps(dict(extra, ansible_python_interpreter=sys.executable))], rig.tmp, env)
+    return rc, {name.split(".")[-1]: hosts["localhost"] for name, hosts in tasks}, stdout + stderr
 
 
 def test_module_defaults_per_group_and_kubernetes_core_names(rig):
-    token = _token(rig)
+    token = admin_token(rig.emu.kubeconfig)
     cufile = os.path.join(rig.tmp, "cufile.json")
     rc, tasks, out = _play(rig, _pod_env(rig), PLAYBOOK, k8s_host=rig.emu.url, k8s_token=token, k8s_ca=rig.emu.ca,
                            chart=CHART, helm=rig.helm, cufile_path=cufile)
