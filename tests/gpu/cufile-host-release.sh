@@ -2,7 +2,7 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 #
-# cufile_config on the real H100 host (issue 18), read-only: run from the repository root as
+# cufile_config on the real H100 host, read-only: run from the repository root as
 # root, after tests/gpu/device-run.sh installed the carried wheels into /tmp/site (or with
 # GDS_DEVICE_RUN_SITE pointing at them):
 #

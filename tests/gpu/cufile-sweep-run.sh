@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 20, phase 1: every libcufile release (1.13-1.20) against the sweep's cases on the GPU host,
+# Every libcufile release (1.13-1.20) against the sweep's cases on the GPU host,
 # in one call. From the repository root, with .whl-cufile carried (tests/gpu/fetch-cufile-wheels.sh):
 #   bash tests/gpu/cufile-sweep-run.sh
 # Unzips libcufile.so.0 of each wheel, moves /etc/cufile.json aside (libcufile overlays

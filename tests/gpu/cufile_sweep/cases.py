@@ -5,7 +5,7 @@
 
 Keys come from three places: the 1.15 schema (schemas/cufile-1.15.schema.json: types, ranges,
 shipped values), the string tables of every release (strings-keys.json, from strings_keys.py)
-and the keys named in issue 20 (EXTRA_KEYS). A key a release does not know is silently ignored,
+and a few keys named by hand (EXTRA_KEYS). A key a release does not know is silently ignored,
 so a value of the wrong JSON type tells whether a release reads a key: ignored -> "ok", read ->
 load_fails or aborts. Keys whose type the schema does not give get one probe per JSON kind
 (bool, int, string, array, object): the kinds a release accepts are its type.
@@ -33,7 +33,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 SCHEMA = os.path.join(ROOT, "schemas", "cufile-1.15.schema.json")
 STRINGS = os.path.join(HERE, "strings-keys.json")
 
-# Keys issue 20 names (measured there with one probe each), and paths the string tables only show
+# Keys measured by hand before the sweep, and paths the string tables only show
 # as fragments (1.17+: 'properties.gpu_bounce_buffer_slab_config.slab_si' glued to the next string).
 EXTRA_KEYS = (
     "properties.gpu_bounce_buffer_slab_config.slab_size_kb",

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""gpu_operator on the edge cases of a real cluster (issue 17), end to end through the emulator:
+"""gpu_operator on the edge cases of a real cluster, end to end through the emulator:
 no GPU node, NFD missing, NVIDIADriver node pools, OpenShift naming, a chart that refuses to
 render, an expected GPU node count, CRD schema validation, and 20 install/uninstall cycles
 that must leave nothing behind."""
