@@ -12,7 +12,6 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._common import m
 from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import ofed
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostparse import ofed_info
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
@@ -34,13 +33,6 @@ def arguments():
     return ArgumentSpec(argument_spec())
 
 
-def repo_change(module, paths, backend):
-    ch, problems = guard.planned_repo_file(module.params["repo"], "gpudirect-ofed", paths, backend.family, backend.runner)
-    if problems:  # checked before written: a repository that cannot work breaks every apt-get update
-        raise pk.PackageError("; ".join(problems) + ". Nothing was written, nothing was changed.")
-    return ch
-
-
 def package_names(params):
     """The packages the stage reads besides the RDMA stack's own (ofed.query_names)."""
     return ["nvidia-fs-dkms"] + [e.partition("=")[0] for e in params["extra_packages"]]
@@ -59,9 +51,14 @@ def run(module, paths, runner, backend, result):
     wanted = decision["wanted"]
     result["packages"]["before"] = dict((n, installed[n]) for n in wanted if n in installed)
     diffs = []
-    ch = repo_change(module, paths, backend)
+    ch = repos.planned_file(p["repo"], "gpudirect-ofed", paths, backend.family)
     write = None
     if ch:
+        # imported here: only a stage whose repository file changes needs the guard
+        from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
+        problems = guard.repo_problems(p["repo"], paths, backend.family, backend.runner)
+        if problems:  # checked before written: a repository that cannot work breaks every apt-get update
+            raise pk.PackageError("; ".join(problems) + ". Nothing was written, nothing was changed.")
         if not module.check_mode:
             pk.wait_for_locks(paths, [getattr(paths, n) for n in backend.lock_names], backend.lock_timeout)
         write = guard.RepoWrite(module, paths, backend, ch, result)

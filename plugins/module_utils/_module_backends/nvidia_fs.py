@@ -18,7 +18,6 @@ from ansible_collections.gpudirect.storage.plugins.module_utils._kernel import k
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages.versions import select_version, split_spec
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
 
@@ -218,12 +217,13 @@ class NvidiaFs(object):
 
     def repo(self, lock_first=False):
         """Write the repository file (and refresh metadata). Returns the change or None."""
-        ch, problems = guard.planned_repo_file(self.p["repo"], "gpudirect-cuda", self.paths, self.backend.family,
-                                               self.runner)
-        if problems:  # checked before written: a repository that cannot work breaks every apt-get update
-            raise nvfs.PreflightError([{"check": "repository", "msg": m} for m in problems])
+        ch = repos.planned_file(self.p["repo"], "gpudirect-cuda", self.paths, self.backend.family)
         if not ch:
             return None
+        from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repo_guard as guard  # only when the file changes
+        problems = guard.repo_problems(self.p["repo"], self.paths, self.backend.family, self.runner)
+        if problems:  # checked before written: a repository that cannot work breaks every apt-get update
+            raise nvfs.PreflightError([{"check": "repository", "msg": m} for m in problems])
         if lock_first and not self.check:
             self.wait_lock()
         write = guard.RepoWrite(self.m, self.paths, self.backend, ch, self.r)

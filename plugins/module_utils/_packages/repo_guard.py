@@ -2,8 +2,9 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The package repository a stage (mofed, nvidia_fs) writes: checked before it is written, and
-put back - file and package index - when a later step of the stage fails. PRIVATE to the
-collection. Standard library only.
+put back - file and package index - when a later step of the stage fails. Imported by a stage
+only when its repository file changes (``repos.planned_file``). PRIVATE to the collection.
+Standard library only.
 
 A repository file that cannot work (a mirror left at its example value, a key file that is not
 on the host) would make every later ``apt-get update`` on the host fail; so the key file (or an
@@ -25,7 +26,6 @@ from urllib import parse as urlparse
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 
 KEY_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 # patterns, compiled (and kept by re) when first used: most runs never need them
@@ -112,24 +112,6 @@ def repo_problems(repo, paths, family, runner=None, check_url=url_problem):
         if problem:
             out.append("repo.url: %s; set it to a mirror the host reaches" % problem)
     return out
-
-
-def planned_repo_file(repo, stem, paths, family, runner=None):
-    """The change of the repository file ``<stem>`` that the ``repo`` option asks for, and why
-    it cannot work: ``(None, [])`` when there is nothing to write (no option, file as wanted),
-    else ``(change, problems)`` - a stage writes the change only when ``problems`` is empty."""
-    if not repo:
-        return None, []
-    if family == "apt":
-        fname, text = repos.render_apt_source(repo, stem)
-        path = os.path.join(paths.apt_sources_d, fname)
-    else:
-        fname, text = repos.render_dnf_repo(repo, stem)
-        path = os.path.join(paths.yum_repos_d, fname)
-    change = managed_file.plan_file(path, text)
-    if change["action"] == "none":
-        return None, []
-    return change, repo_problems(repo, paths, family, runner)
 
 
 class ListsSnapshot(object):

@@ -1,11 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Package repositories the modules write (a signed deb822 apt source, a gpgcheck=1 dnf .repo)
-and the checks that keep option values out of an argv or a repository file. PRIVATE to the
-collection. Pure, standard library only."""
+"""Package repositories the modules write (a signed deb822 apt source, a gpgcheck=1 dnf .repo),
+the change of that file on the host, and the checks that keep option values out of an argv or a
+repository file. PRIVATE to the collection. Standard library only."""
 
 from __future__ import annotations
+
+import os
+
+from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 
 
 REPO_ARG_SPEC = dict(
@@ -107,3 +111,19 @@ def render_dnf_repo(repo, default_name):
     text = ("# Managed by gpudirect.storage\n[%s]\nname=%s\nbaseurl=%s\nenabled=1\ngpgcheck=1\n"
             "gpgkey=file://%s\n" % (name, name, url, repo["signed_by"]))
     return name + ".repo", text
+
+
+def planned_file(repo, stem, paths, family):
+    """The change of the repository file ``<stem>`` that the ``repo`` option asks for, or None
+    when there is nothing to write (no option, the file as wanted). A change is written only after
+    repo_guard's checks."""
+    if not repo:
+        return None
+    if family == "apt":
+        fname, text = render_apt_source(repo, stem)
+        path = os.path.join(paths.apt_sources_d, fname)
+    else:
+        fname, text = render_dnf_repo(repo, stem)
+        path = os.path.join(paths.yum_repos_d, fname)
+    change = managed_file.plan_file(path, text)
+    return None if change["action"] == "none" else change
