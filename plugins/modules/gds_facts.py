@@ -146,19 +146,14 @@ options:
     type: path
   record_path:
     description:
-      - After a verdict that met O(require_mode), record it on the host in this file for the
-        textfile collector of role C(gpudirect.storage.gds_monitoring) - mode, verified, proven,
-        GB/s, time, the required mode, nvidia_fs and libcufile versions, and the cufile.json
-        validity the controller found with each file's path, role and sha256 (no reason text, no
-        findings). JSON, mode 0644, replaced atomically; its directory is created 0755 and must be
-        writable by this module's user only. Unset records nothing.
-      - The record is written by a second, small call of this module, after the controller
-        validated the cufile.json texts (the validity is the controller's). It changes on every
-        run (the time), so the task reports C(changed); check mode writes nothing.
+      - After a verdict that met O(require_mode), record it in this file on the host for role
+        C(gpudirect.storage.gds_monitoring) - mode, verified, proven, GB/s, time, versions and the
+        controller's cufile.json validity (no reason text). JSON, 0644, replaced atomically; the
+        directory is created 0755 and refused when another user can write in it. Written by a
+        second, small call of this module once the controller has validated cufile.json.
     type: path
   record:
-    description:
-      - Internal - the record the action plugin sends to O(record_path). Not for playbooks.
+    description: Internal - the record the action plugin sends to O(record_path).
     type: dict
 notes:
   - The probe needs root or write access to O(probe_path), and a GPU with enough free memory for
