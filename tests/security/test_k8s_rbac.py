@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gds_node_probe"))
 from np_cluster import (  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
     cluster_factory, manifest_objects, standin_libs)
+from rbac_roles import replace_role, without_each_verb  # noqa: E402  pylint: disable=wrong-import-position
 
 MANIFEST = os.path.join(ROOT, "docs", "rbac", "gds_node_probe.yaml")
 NS = "gpu-operator"
@@ -51,15 +52,6 @@ def _unlabel(cluster):
                                   _preload_content=False)
 
 
-def _replace_role(cluster, doc):
-    from kubernetes import client
-    rbac = client.RbacAuthorizationV1Api(cluster.core().api_client)
-    if doc["kind"] == "ClusterRole":
-        rbac.replace_cluster_role(doc["metadata"]["name"], doc, _preload_content=False)
-    else:
-        rbac.replace_namespaced_role(doc["metadata"]["name"], NS, doc, _preload_content=False)
-
-
 def test_the_shipped_role_runs_the_whole_probe_and_each_verb_is_needed(cluster_factory):
     cluster, docs, kubeconfig = _rbac_cluster(cluster_factory)
     rc, res, out = cluster.probe(np_kubeconfig=kubeconfig, np_namespace=NS, np_labels=True)
@@ -67,29 +59,22 @@ def test_the_shipped_role_runs_the_whole_probe_and_each_verb_is_needed(cluster_f
     assert [(n["name"], n["mode"]) for n in res["nodes"]] == [("gpu-a", "compat"), ("gpu-b", "compat")]
     assert res["labels_changed"] == ["gpu-a", "gpu-b"] and res["deleted"] == {"pods": 2, "configmaps": 1}
 
-    roles = [d for d in docs if d["kind"] in ("ClusterRole", "Role")]
+    def run():
+        _unlabel(cluster)  # so that the run has labels to set
+        return cluster.probe(np_kubeconfig=kubeconfig, np_namespace=NS, np_labels=True)
+
     tried = []
-    for role in roles:
-        for i, rule in enumerate(role["rules"]):
-            for verb in rule["verbs"]:
-                optional = rule["apiGroups"] == ["nvidia.com"]  # refused: every GPU node is probed
-                less = copy.deepcopy(role)
-                less["rules"][i]["verbs"] = [v for v in rule["verbs"] if v != verb]
-                _replace_role(cluster, less)
-                _unlabel(cluster)  # so that the run has labels to set
-                try:
-                    rc, res, out = cluster.probe(np_kubeconfig=kubeconfig, np_namespace=NS, np_labels=True)
-                finally:
-                    _replace_role(cluster, role)
-                for resource in rule["resources"]:
-                    plural, _sep, sub = resource.partition("/")
-                    named = r"%s %s(/[a-z0-9.-]+)?%s: 403 Forbidden" % (verb, plural, "/" + sub if sub else "")
-                    assert (rc == 0) if optional else (rc != 0 and re.search(named, res["msg"])), \
-                        (verb, resource, res.get("msg"), out[-2000:])
-                assert not _traceback(out, res), out[-3000:]
-                tried.append("%s %s" % (verb, ",".join(rule["resources"])))
-                for name in cluster.left_behind():  # only the run without "delete configmaps" leaves one
-                    cluster.core().delete_namespaced_config_map(name, NS, _preload_content=False)
+    for rule, verb, (rc, res, out) in without_each_verb(cluster.core().api_client, NS, docs, run):
+        optional = rule["apiGroups"] == ["nvidia.com"]  # refused: every GPU node is probed
+        for resource in rule["resources"]:
+            plural, _sep, sub = resource.partition("/")
+            named = r"%s %s(/[a-z0-9.-]+)?%s: 403 Forbidden" % (verb, plural, "/" + sub if sub else "")
+            assert (rc == 0) if optional else (rc != 0 and re.search(named, res["msg"])), \
+                (verb, resource, res.get("msg"), out[-2000:])
+        assert not _traceback(out, res), out[-3000:]
+        tried.append("%s %s" % (verb, ",".join(rule["resources"])))
+        for name in cluster.left_behind():  # only the run without "delete configmaps" leaves one
+            cluster.core().delete_namespaced_config_map(name, NS, _preload_content=False)
     assert len(tried) == 10, tried
 
 
@@ -99,7 +84,7 @@ def test_api_error_on_the_second_node_keeps_what_was_done(cluster_factory):
     only_a = copy.deepcopy(role)
     only_a["rules"] = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
                        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"], "resourceNames": ["gpu-a"]}]
-    _replace_role(cluster, only_a)
+    replace_role(cluster.core().api_client, only_a, NS)
     rc, res, out = cluster.probe(np_kubeconfig=kubeconfig, np_namespace=NS, np_labels=True)
     assert rc != 0 and not _traceback(out, res), out[-3000:]
     assert "patch nodes/gpu-b: 403 Forbidden" in res["msg"], res["msg"]

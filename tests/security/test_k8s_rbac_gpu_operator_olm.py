@@ -13,8 +13,6 @@ import copy
 import os
 import sys
 
-import yaml
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gpu_operator"))
@@ -22,36 +20,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gds_node_probe"))
 from gpu_operator_rig import Emulator, Rig, helm_bins  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 from np_cluster import manifest_objects  # noqa: E402  pylint: disable=wrong-import-position
 from test_gpu_operator_olm import NS, POLICY, RHCOS_NODES, install_by_olm, olm_args  # noqa: E402  pylint: disable=wrong-import-position
+from rbac_roles import api_client, replace_role, serviceaccount_kubeconfig, without_each_verb  # noqa: E402  pylint: disable=wrong-import-position
 
 MANIFEST = os.path.join(ROOT, "docs", "rbac", "gpu_operator_olm.yaml")
 SA = "gpu-operator-gds"
-
-
-def _client(kubeconfig):
-    from kubernetes import config
-    return config.new_client_from_config(config_file=kubeconfig, persist_config=False)
-
-
-def _serviceaccount_kubeconfig(emu, tmp_path):
-    from kubernetes import client
-    core = client.CoreV1Api(_client(emu.kubeconfig))
-    resp = core.create_namespaced_service_account_token(SA, NS, {"spec": {"audiences": []}})
-    with open(emu.kubeconfig) as handle:
-        conf = yaml.safe_load(handle)
-    conf["users"][0]["user"]["token"] = resp.status.token
-    path = str(tmp_path / "kubeconfig-gds")
-    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
-        yaml.safe_dump(conf, handle)
-    return path
-
-
-def _replace(api_client, doc):
-    from kubernetes import client
-    rbac = client.RbacAuthorizationV1Api(api_client)
-    if doc["kind"] == "ClusterRole":
-        rbac.replace_cluster_role(doc["metadata"]["name"], doc)
-    else:
-        rbac.replace_namespaced_role(doc["metadata"]["name"], NS, doc)
 
 
 def test_gpu_operator_olm_rbac_patch_and_verify(helm_bins, tmp_path):  # pylint: disable=redefined-outer-name
@@ -61,23 +33,23 @@ def test_gpu_operator_olm_rbac_patch_and_verify(helm_bins, tmp_path):  # pylint:
     try:
         rig = Rig(tmp_path, helm_bins["3.19.0"], emu)
         install_by_olm(rig)
-        admin = _client(emu.kubeconfig)
+        admin = api_client(emu.kubeconfig)
         docs = manifest_objects(MANIFEST)
         for doc in docs:
             utils.create_from_dict(admin, doc)
-        kubeconfig = _serviceaccount_kubeconfig(emu, tmp_path)
+        kubeconfig = serviceaccount_kubeconfig(emu, tmp_path, NS, SA)
 
         # every verb but patch, with a change to make: the patch is refused, nothing changed
         roles = [d for d in docs if d["kind"] in ("ClusterRole", "Role")]
         policy_rule = next(i for i, r in enumerate(roles[0]["rules"]) if "clusterpolicies" in r["resources"])
         less = copy.deepcopy(roles[0])
         less["rules"][policy_rule]["verbs"].remove("patch")
-        _replace(admin, less)
+        replace_role(admin, less, NS)
         rc, res, out = rig.play(**olm_args(rig, go_kubeconfig=kubeconfig))
         assert rc != 0 and "403" in res["msg"] and "patching ClusterPolicy gpu-cluster-policy" in res["msg"], \
             out[-3000:]
         assert rig.api("GET", POLICY)["spec"]["gds"] == {"enabled": False}
-        _replace(admin, roles[0])
+        replace_role(admin, roles[0], NS)
 
         rc, res, out = rig.play(**olm_args(rig, go_kubeconfig=kubeconfig))
         assert rc == 0 and res["changed"] is True and res["install_method"] == "olm", out[-3000:]
@@ -86,25 +58,17 @@ def test_gpu_operator_olm_rbac_patch_and_verify(helm_bins, tmp_path):  # pylint:
 
         # each list is needed (watch is what the wait uses while the cluster is not ready yet)
         tried = []
-        for role in roles:
-            for i, rule in enumerate(role["rules"]):
-                if "list" not in rule["verbs"]:
-                    continue
-                less = copy.deepcopy(role)
-                less["rules"][i]["verbs"] = [v for v in rule["verbs"] if v != "list"]
-                _replace(admin, less)
-                try:
-                    rc, res, out = rig.play(**olm_args(rig, go_kubeconfig=kubeconfig))
-                finally:
-                    _replace(admin, role)
-                resources = ",".join(rule["resources"])
-                tried.append(resources)
-                if "subscriptions" in rule["resources"]:
-                    # who installed it stays unknown: refused before anything is patched
-                    assert rc != 0 and "cannot tell whether OLM installed the GPU Operator" in res["msg"], out[-3000:]
-                    assert "nothing was changed" in res["msg"], res["msg"]
-                    continue
-                assert rc != 0 and ("403" in res["msg"] or "forbidden" in res["msg"].lower()), (resources, out[-2000:])
+        for rule, _verb, (rc, res, out) in without_each_verb(
+                admin, NS, docs, lambda: rig.play(**olm_args(rig, go_kubeconfig=kubeconfig)),
+                verbs=lambda rule: ["list"] if "list" in rule["verbs"] else []):
+            resources = ",".join(rule["resources"])
+            tried.append(resources)
+            if "subscriptions" in rule["resources"]:
+                # who installed it stays unknown: refused before anything is patched
+                assert rc != 0 and "cannot tell whether OLM installed the GPU Operator" in res["msg"], out[-3000:]
+                assert "nothing was changed" in res["msg"], res["msg"]
+                continue
+            assert rc != 0 and ("403" in res["msg"] or "forbidden" in res["msg"].lower()), (resources, out[-2000:])
         assert tried == ["nodes", "clusterpolicies", "nvidiadrivers", "subscriptions,clusterserviceversions", "pods"]
     finally:
         emu.stop()

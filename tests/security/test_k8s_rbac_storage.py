@@ -9,7 +9,6 @@ that verb and the resource, without a traceback.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -21,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gds_node_probe"))
 sys.path.insert(0, os.path.join(ROOT, "build", "collections"))
 from np_cluster import cluster_factory, standin_libs  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 from ansible_collections.gpudirect.storage.plugins.module_utils._k8s import local_volumes as lv  # noqa: E402
+from rbac_roles import without_each_verb  # noqa: E402  pylint: disable=wrong-import-position
 
 RBAC = os.path.join(ROOT, "docs", "rbac")
 NS = "gpu-operator"
@@ -30,41 +30,27 @@ PLAYBOOKS = os.path.join(ROOT, "tests", "integration", "gds_node_probe", "playbo
 def _apis(cluster):
     from kubernetes import client
     api = cluster.core().api_client
-    return client.CoreV1Api(api), client.StorageV1Api(api), client.RbacAuthorizationV1Api(api)
-
-
-def _replace(cluster, doc):
-    rbac = _apis(cluster)[2]
-    if doc["kind"] == "ClusterRole":
-        rbac.replace_cluster_role(doc["metadata"]["name"], doc, _preload_content=False)
-    else:
-        rbac.replace_namespaced_role(doc["metadata"]["name"], NS, doc, _preload_content=False)
+    return client.CoreV1Api(api), client.StorageV1Api(api)
 
 
 def _each_verb_needed(cluster, docs, reset, run):
-    """Run once without each verb of ``docs``' roles: the run fails naming verb and resource."""
+    """Run once without each verb of ``docs``' roles (after ``reset()``): the run fails naming verb and resource."""
+    def reset_and_run():
+        reset()
+        return run()
+
     tried = []
-    for role in [d for d in docs if d["kind"] in ("ClusterRole", "Role")]:
-        for i, rule in enumerate(role["rules"]):
-            for verb in rule["verbs"]:
-                less = copy.deepcopy(role)
-                less["rules"][i]["verbs"] = [v for v in rule["verbs"] if v != verb]
-                _replace(cluster, less)
-                reset()
-                try:
-                    rc, res, out = run()
-                finally:
-                    _replace(cluster, role)
-                named = r"%s %s(/[a-z0-9.-]+)?: 403 Forbidden" % (verb, rule["resources"][0])
-                assert rc != 0 and re.search(named, res.get("msg", "")), (verb, rule["resources"], res.get("msg"))
-                assert "Traceback (most recent call last)" not in out and "Module failed" not in res["msg"], out[-3000:]
-                tried.append("%s %s" % (verb, rule["resources"][0]))
+    for rule, verb, (rc, res, out) in without_each_verb(cluster.core().api_client, NS, docs, reset_and_run):
+        named = r"%s %s(/[a-z0-9.-]+)?: 403 Forbidden" % (verb, rule["resources"][0])
+        assert rc != 0 and re.search(named, res.get("msg", "")), (verb, rule["resources"], res.get("msg"))
+        assert "Traceback (most recent call last)" not in out and "Module failed" not in res["msg"], out[-3000:]
+        tried.append("%s %s" % (verb, rule["resources"][0]))
     return tried
 
 
 def test_gds_local_volumes_runs_with_its_role_and_needs_each_verb(cluster_factory):
     cluster = cluster_factory()
-    core, storage, _rbac = _apis(cluster)
+    core, storage = _apis(cluster)
     core.create_namespace({"metadata": {"name": NS}}, _preload_content=False)
     docs = cluster.apply(os.path.join(RBAC, "gds_local_volumes.yaml"))
     kubeconfig = cluster.token_kubeconfig(NS, "gds-local-volumes")
@@ -100,7 +86,7 @@ def _names(core):
 
 def test_gds_node_probe_through_claims_runs_with_the_storage_role_and_needs_each_verb(cluster_factory):
     cluster = cluster_factory()
-    core, storage, _rbac = _apis(cluster)
+    core, storage = _apis(cluster)
     core.create_namespace({"metadata": {"name": NS}}, _preload_content=False)
     cluster.apply(os.path.join(RBAC, "gds_node_probe.yaml"))
     docs = cluster.apply(os.path.join(RBAC, "gds_node_probe_storage.yaml"))
