@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The role defaults agree on one CUDA release (issue 18): the GDS user space the nvidia_fs role
+"""The role defaults agree on one CUDA release: the GDS user space the nvidia_fs role
 installs by default (libcufile-<cuda>) is a release cufile_config knows - its shipped file and
 its schema - and the cufile role takes the release from the host, never a fixed other one."""
 

@@ -1,6 +1,6 @@
 """The configuration a user gets when they run playbooks from the checkout's root is safe for a
 production fleet: host keys are checked and no lab inventory is named. The lab's relaxed settings
-live in lab/ansible.cfg, which the make targets and the system tests select (issue 18)."""
+live in lab/ansible.cfg, which the make targets and the system tests select."""
 
 import os
 import subprocess

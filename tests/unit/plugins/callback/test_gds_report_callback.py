@@ -239,8 +239,7 @@ def test_an_unwritable_fallback_report_dir_is_a_warning_not_a_crash(callback, tm
 
 
 def test_two_playbooks_of_one_run_share_one_journal(callback, monkeypatch):
-    """Issue 14/19: `verify.yml playbooks/report.yml` - Ansible sends the stats after EACH playbook;
-    the journal was removed after the first, and the second report claimed the callback was off."""
+    """`verify.yml playbooks/report.yml`: Ansible sends the stats after each playbook."""
     monkeypatch.setattr(context, "CLIARGS", ImmutableDict(check=False, args=("verify.yml", "report.yml")))
     run_verify(callback)
     path, run_id = callback.journal_path, run_journal.current().run_id
@@ -288,9 +287,7 @@ class LazyResult(Result):
 
 
 def test_a_result_is_read_only_when_a_fallback_report_needs_its_facts(callback, tmp_path):
-    """Issue 21: reading every ok result (9 KB of gds facts per host after gds_plan) cost the
-    playbook's main process a native-type copy per host per run, to keep facts that only an
-    aborted run's fallback report uses."""
+    """Each read of a result copies it to native types; only an aborted run's fallback report needs facts."""
     plays = [Play("Verify GPUDirect Storage", ["gpudirect.storage.gds_verify"], ("n1", "n2")),
              Play("Write the GDS fleet report on the controller", ["gpudirect.storage.gds_report"], ["localhost"])]
     callback.v2_playbook_on_start(Playbook("/x/playbooks/verify.yml", plays))

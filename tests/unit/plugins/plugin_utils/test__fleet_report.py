@@ -214,7 +214,6 @@ def test_summary_counts_by_mode_and_status():
 
 
 def test_ready_counts_only_verified_hosts_that_meet_the_gds_gate():
-    """Issue 14: an inferred gds (probe=false) or an unproven gds was counted as ready."""
     inferred = dict(GDS_FACTS, verified=False, proven=False, probe={"enabled": False, "ran": False})
     unproven = dict(GDS_FACTS, proven=False)
     opted_out = dict(GDS_FACTS, proven=False, require_mode={"mode": "gds", "proven": False, "met": True})
@@ -242,7 +241,7 @@ def test_markdown_table_one_row_per_host_with_reasons_for_non_gds_only():
     md = markdown.render_markdown(report)
     rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith(("| host", "| ---"))]
     assert [r.split(" | ")[0][2:] for r in rows] == [r["host"] for r in report["hosts"]]
-    # storage, GPU/storage and throughput-mode cells are "-": these facts predate them (issue 21)
+    # storage, GPU/storage and throughput-mode cells are "-": these facts predate them
     assert rows[0] == "| gds-10 | ssh | ok | gds | 12.35 | 18.20 | - | - | - | 580.95.05 (open) | 2.26.6 | 1.15.1 | 25.10-1.7.1 | - |" \
         .replace("580.95.05", "580.159.04")
     assert "unreachable during Gather GDS facts" in rows[-1]
@@ -313,8 +312,7 @@ def test_html_lists_failed_checks_the_reason_does_not_already_say():
     facts = dict(CAPTURED_COMPAT_FACTS, require_mode={"mode": "gds", "met": False})
     rec = fr.build_record("n", facts, {"status": "failed", "failures": [{"task": "t", "msg": "boom", "kind": "failed"}],
                                        "failure": {"task": "t", "msg": "boom", "kind": "failed"}})
-    page = Page()
-    page.feed(frh.render_html(fr.build_report([rec])))
+    page = parse_page(fr.build_report([rec]))
     assert page.reason_text["n"].endswith("verdict meets require_mode=gds: verdict is compat")
     assert "task: t: boom" not in frh.render_html(fr.build_report([rec]))
 
@@ -471,7 +469,6 @@ def test_k8s_nodes_sit_next_to_ssh_hosts_with_their_source():
 
 
 def test_html_shows_the_source_and_probe_pod():
-    from ansible_collections.gpudirect.storage.plugins.plugin_utils._report import html as frh
     node = {"name": "gpu-a", "mode": "compat", "reason": "r", "pod": "gds-probe-gpu-a-1", "failure": None,
             "source": "kubernetes"}
     page = frh.render_html(fr.build_report(fr.build_records(["ssh-1"], {"ssh-1": CAPTURED_COMPAT_FACTS},
@@ -542,7 +539,7 @@ def test_fallback_report_of_a_run_that_ended_before_its_report_play():
     assert report["generated"] == "2026-01-01T00:00:00Z" and "ended before its report play" in report["title"]
 
 
-# -- issue 21: the storage's speed, how much of it reaches the GPU, the throughput mode ------------
+# -- the storage's speed, how much of it reaches the GPU, the throughput mode ----------------------
 THROUGHPUT_21 = {"write_gbps": 3.504, "read_gbps": 5.341, "size_mb": 256, "storage_write_gbps": 3.9,
                  "storage_read_gbps": 5.62, "write_ratio": 0.898, "read_ratio": 0.95,
                  "tuned": {"write_gbps": 3.81, "read_gbps": 6.93, "write_plan": "4x 4 MiB", "read_plan": "8x 4 MiB",

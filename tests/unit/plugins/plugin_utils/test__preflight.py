@@ -104,7 +104,6 @@ def test_record_puts_the_checks_in_the_result_and_adds_warnings():
     assert result["warnings"][0] == "from the module" and result["warnings"][1].startswith("Secure Boot is enabled")
 
 
-# ----------------------------------------------------------------- issue 18
 @pytest.mark.parametrize("mok, pol, problem", [
     ({"cert": "/var/lib/mok/nvfs.der", "enrolled": False, "default_enrolled": False}, {"mok_key": "/k.priv"},
      "the MOK certificate /var/lib/mok/nvfs.der is not enrolled; run 'mokutil --import /var/lib/mok/nvfs.der'"),

@@ -62,7 +62,7 @@ def all_messages():
 
 def test_the_worst_host_fails_every_check():
     failures, warnings = _preflight.checks(WORST, STRICT)
-    assert len(failures) == 5 and warnings == [], failures  # every check but python (issue 18 removed it)
+    assert len(failures) == 5 and warnings == [], failures  # every check (python has none)
 
 
 @pytest.mark.parametrize("message", sum(all_messages(), []))

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""_report.journal: how the gds_report action finds the journal of its run (issue 15: no
-environment-variable hand-off). The callback registers the journal in the ansible-playbook
+"""_report.journal: how the gds_report action finds the journal of its run, with no
+environment-variable hand-off. The callback registers the journal in the ansible-playbook
 process; a worker forked from it (as Ansible forks one per task) sees it, any other process
 does not, and the environment carries nothing."""
 
