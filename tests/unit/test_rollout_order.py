@@ -20,6 +20,7 @@ PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 INVENTORY = {"all": {"children": {"gds_hosts": {"hosts": dict(
     ("gpu-%02d" % n, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable})
     for n in (3, 1, 4, 2))}}}}
+pytestmark = pytest.mark.skipif(not os.path.exists(PLAYBOOK), reason="ansible-playbook of this venv missing")
 
 
 def rollout_play():
@@ -48,13 +49,11 @@ def batches(tmp_path, *extra):
     return re.findall(r"BATCH=([\w,-]+)", out.stdout)
 
 
-@pytest.mark.skipif(not os.path.exists(PLAYBOOK), reason="ansible-playbook of this venv missing")
 def test_batches_follow_the_inventory_order(tmp_path):
     # inventory order: gpu-03, gpu-01, gpu-04, gpu-02; gpu-01 is converged (not in gds_rollout)
     assert batches(tmp_path) == ["gpu-03", "gpu-04,gpu-02"]
 
 
-@pytest.mark.skipif(not os.path.exists(PLAYBOOK), reason="ansible-playbook of this venv missing")
 def test_gds_canary_names_the_first_batch(tmp_path):
     assert batches(tmp_path, "-e", "gds_canary=gpu-02") == ["gpu-02", "gpu-03,gpu-04"]
     assert batches(tmp_path, "-e", '{"gds_canary": ["gpu-04", "gpu-01"]}') == ["gpu-04", "gpu-03,gpu-02"]

@@ -478,6 +478,26 @@ def test_html_shows_the_source_and_probe_pod():
     assert 'data-key="source" data-v="ssh"' in page
 
 
+VOLUME_NODE = {"name": "gpu-a", "mode": "compat", "reason": "nvidia_fs kernel module not loaded", "verified": True,
+               "proven": True, "throughput": {"write_gbps": 1.5, "read_gbps": 2.5, "size_mb": 64},
+               "pod": "gds-probe-gpu-a-1", "failure": None, "source": "kubernetes",
+               "volume": {"storage_class": "nvme-gds", "claim": "gds-probe-gpu-a-1", "pv": "nvme-gds-gpu-a-1f2e3d",
+                          "path": "/mnt/nvme0", "mount_path": "/gds-volume", "released": True}}
+
+
+def test_the_report_names_the_pv_a_node_was_proven_through():
+    rec = fr.k8s_record(VOLUME_NODE)
+    assert rec["volume"] == "PV nvme-gds-gpu-a-1f2e3d (/mnt/nvme0, StorageClass nvme-gds)"
+    report = fr.build_report(fr.build_records([], {}, k8s_nodes=[VOLUME_NODE]))
+    assert "| gpu-a | kubernetes via PV nvme-gds-gpu-a-1f2e3d (/mnt/nvme0, StorageClass nvme-gds) | ok | compat |" \
+        in markdown.render_markdown(report)
+    assert "PV nvme-gds-gpu-a-1f2e3d (/mnt/nvme0, StorageClass nvme-gds)" in frh.render_html(report)
+
+
+def test_a_hostpath_probe_has_no_volume():
+    assert fr.k8s_record(dict(VOLUME_NODE, volume=None))["volume"] is None
+
+
 @pytest.mark.parametrize("dest, playbooks, env, expected", [
     (None, ["/srv/gds/playbooks/verify.yml"], {}, "/srv/gds/reports"),
     (None, ["/srv/ops/site.yml", "/srv/ops/playbooks/other.yml"], {}, "/srv/ops/reports"),

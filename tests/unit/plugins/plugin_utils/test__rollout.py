@@ -84,11 +84,7 @@ def test_an_extra_var_wins_and_is_checked_a_setting_nowhere_found_says_the_inven
 
 def run_action(groups, hostvars=None, extra_vars=None, args=None, **task_vars):
     from ansible_collections.gpudirect.storage.plugins.action import gds_rollout_check as action
-    task = MagicMock()
-    task.args = dict(args or {})
-    task.async_val = 0
-    task.check_mode = True
-    task.action = "gpudirect.storage.gds_rollout_check"
+    task = MagicMock(args=dict(args or {}), async_val=0, check_mode=True, action="gpudirect.storage.gds_rollout_check")
     plugin = action.ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=None, shared_loader_obj=None)
     with patch.object(action, "load_extra_vars", return_value=dict(extra_vars or {})):
         return plugin.run(task_vars=dict(task_vars, groups=groups, hostvars=hostvars or {}))
