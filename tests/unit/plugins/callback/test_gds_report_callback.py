@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -49,23 +50,11 @@ class Result(object):
         self.host, self.task, self.result = Named(host), task, result
 
 
-class Inventory(object):
-    def __init__(self, names):
-        self.names = names
-
-    def get_hosts(self, pattern, ignore_restrictions=False):
-        return [Named(n) for n in self.names]
-
-
-class VariableManager(object):
-    def __init__(self, names):
-        self._inventory = Inventory(names)
-
-
 class Play(object):
     def __init__(self, name, roles=(), hosts=()):
         self.name, self.roles, self.hosts = name, [Named(r) for r in roles], "gds_hosts"
-        self._vm = VariableManager(list(hosts))
+        inventory = SimpleNamespace(get_hosts=lambda pattern, ignore_restrictions=False: [Named(n) for n in hosts])
+        self._vm = SimpleNamespace(_inventory=inventory)
 
     def get_name(self):
         return self.name
@@ -77,12 +66,8 @@ class Play(object):
         return self._vm
 
 
-class Playbook(object):
-    def __init__(self, file_name, plays):
-        self._file_name, self.plays = file_name, plays
-
-    def get_plays(self):
-        return self.plays
+def playbook(file_name, plays):
+    return SimpleNamespace(_file_name=file_name, get_plays=lambda: plays)
 
 
 VERIFY = Named("gpudirect.storage.gds_verify")
@@ -110,7 +95,7 @@ def run_verify(cb, report_play=True, hosts=("n1", "n2", "n3", "n4")):
     plays = [Play("Verify GPUDirect Storage", ["gpudirect.storage.gds_verify"], hosts)]
     if report_play:
         plays.append(Play("Write the GDS fleet report on the controller", ["gpudirect.storage.gds_report"], ["localhost"]))
-    cb.v2_playbook_on_start(Playbook("/x/playbooks/verify.yml", plays))
+    cb.v2_playbook_on_start(playbook("/x/playbooks/verify.yml", plays))
     cb.v2_playbook_on_play_start(plays[0])
     cb.v2_runner_on_ok(Result("n1", FACTS_TASK, {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}}))
     cb.v2_runner_on_unreachable(Result("n2", FACTS_TASK, {"unreachable": True, "msg": "Task failed: Failed to connect "
@@ -139,14 +124,14 @@ def test_journal_records_failures_and_unreachables_and_publishes_its_path(callba
 
 
 def test_ignored_failures_and_ignored_unreachables_are_not_recorded(callback):
-    callback.v2_playbook_on_start(Playbook("site.yml", []))
+    callback.v2_playbook_on_start(playbook("site.yml", []))
     callback.v2_runner_on_failed(Result("n1", ASSERT_TASK, {"failed": True, "msg": "x"}), ignore_errors=True)
     callback.v2_runner_on_unreachable(Result("n1", Task("t", ignore_unreachable=True), {"msg": "gone"}))
     assert [e["event"] for e in journal_lines(callback)] == ["start", "playbook"]
 
 
 def test_a_rescued_host_is_recorded_as_recovered(callback):
-    callback.v2_playbook_on_start(Playbook("site.yml", []))
+    callback.v2_playbook_on_start(playbook("site.yml", []))
     callback.v2_runner_on_failed(Result("n1", Task("Build nvidia-fs"), {"failed": True, "msg": "dkms build failed"}))
     callback.v2_runner_on_ok(Result("n1", Task("Rescue: collect the make.log"), {}))
     callback.v2_runner_on_ok(Result("n1", Task("Next"), {}))
@@ -207,7 +192,7 @@ def test_no_fallback_without_abort_in_check_mode_or_when_disabled(callback, tmp_
 def test_a_run_stopped_by_the_rollout_check_touched_no_host_and_keeps_the_last_report(callback, tmp_path):
     plays = [Play("Check the rollout settings", ["gpudirect.storage.gds_rollout_check"], ["n1", "n2"]),
              Play("Write the GDS fleet report on the controller", ["gpudirect.storage.gds_report"], ["localhost"])]
-    callback.v2_playbook_on_start(Playbook("/x/playbooks/site.yml", plays))
+    callback.v2_playbook_on_start(playbook("/x/playbooks/site.yml", plays))
     callback.v2_playbook_on_play_start(plays[0])
     callback.v2_runner_on_failed(Result("n1", Task("Check", action="gpudirect.storage.gds_rollout_check"),
                                         {"failed": True, "msg": "gds_canary names gpu-z99, not a host of group gds_hosts"}))
@@ -222,7 +207,7 @@ def test_a_configured_journal_is_kept_and_truncated_at_the_next_run(callback, tm
     assert len(open(str(tmp_path / "keep" / "journal.jsonl")).readlines()) == 4
     second = cbmod.CallbackModule()
     second._plugin_options = dict(callback._plugin_options)
-    second.v2_playbook_on_start(Playbook("verify.yml", []))
+    second.v2_playbook_on_start(playbook("verify.yml", []))
     assert [e["event"] for e in journal_lines(second)] == ["start", "playbook"]
 
 
@@ -245,7 +230,7 @@ def test_two_playbooks_of_one_run_share_one_journal(callback, monkeypatch):
     path, run_id = callback.journal_path, run_journal.current().run_id
     callback.v2_playbook_on_stats(None)
     assert os.path.exists(path) and run_journal.current().path == path
-    callback.v2_playbook_on_start(Playbook("/x/playbooks/report.yml", []))
+    callback.v2_playbook_on_start(playbook("/x/playbooks/report.yml", []))
     assert callback.journal_path == path and run_journal.current().run_id == run_id
     journal_path, events, note = run_journal.read_for_report()
     assert note is None and [e["host"] for e in events if e.get("host")] == ["n2", "n3"] and journal_path == path
@@ -269,8 +254,7 @@ def test_the_fallback_report_goes_beside_the_inventory_as_the_action_s(callback,
 
 
 class LazyResult(Result):
-    """A CallbackTaskResult: ``result`` is built on first read (ansible-core converts the whole
-    task result to native types for each callback that reads it)."""
+    """A CallbackTaskResult that counts the reads of ``result`` (each one a copy in ansible-core)."""
 
     def __init__(self, host, task, result):
         super(LazyResult, self).__init__(host, task, None)
@@ -290,7 +274,7 @@ def test_a_result_is_read_only_when_a_fallback_report_needs_its_facts(callback, 
     """Each read of a result copies it to native types; only an aborted run's fallback report needs facts."""
     plays = [Play("Verify GPUDirect Storage", ["gpudirect.storage.gds_verify"], ("n1", "n2")),
              Play("Write the GDS fleet report on the controller", ["gpudirect.storage.gds_report"], ["localhost"])]
-    callback.v2_playbook_on_start(Playbook("/x/playbooks/verify.yml", plays))
+    callback.v2_playbook_on_start(playbook("/x/playbooks/verify.yml", plays))
     callback.v2_playbook_on_play_start(plays[0])
     older = LazyResult("n1", FACTS_TASK, {"ansible_facts": {"gds": dict(CAPTURED_COMPAT_FACTS, mode="unavailable")}})
     facts = LazyResult("n1", FACTS_TASK, {"ansible_facts": {"gds": CAPTURED_COMPAT_FACTS}})
