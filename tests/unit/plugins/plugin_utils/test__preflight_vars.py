@@ -17,11 +17,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpudirect.storage.plugins.modules.gds_preflight import argument_spec
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import preflight as _preflight
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds import role_vars as _role_vars
+from ansible_collections.gpudirect.storage.tests.unit.plugins.plugin_utils.test__preflight import POLICY, UBUNTU
 
-POLICY = dict((k, v.get("default")) for k, v in argument_spec().items())
-UBUNTU = {"host": {"os": {"id": "ubuntu", "version_id": "24.04", "major": "24", "distribution": "Ubuntu"},
-                   "architecture": "x86_64", "python": "3.12.3", "free_mb": {"/": 81234}},
-          "nvidia": {"driver_loaded": True}, "secure_boot": "disabled", "mode": "compat", "reason": "no nvidia_fs"}
 DEBIAN = {"id": "debian", "version_id": "12", "major": "12", "distribution": "Debian"}
 # every check failing or warning at once, with the policy that makes each one fail
 WORST = dict(UBUNTU, host=dict(UBUNTU["host"], os=DEBIAN, architecture="ppc64le", python="3.6.8", free_mb={"/": 100}),
