@@ -9,6 +9,8 @@ import subprocess
 import sys
 import tarfile
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 GALAXY = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
 BUILD = os.path.join(ROOT, "tests", "utils", "build-collection.sh")
@@ -96,14 +98,24 @@ def test_tarball_is_exactly_the_allowlisted_tracked_files_whatever_else_lies_in_
     assert "ansible.cfg" not in names and not [n for n in names if n.endswith("/ansible.cfg")]
 
 
-def test_what_the_collection_needs_is_in_the_tarball(tmp_path):
-    names = build(tmp_path)
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(the build directory, the tarball's files) of a checkout as a fresh clone has it."""
+    tmp_path = tmp_path_factory.mktemp("build")
+    return tmp_path, build(tmp_path)
+
+
+def test_what_the_collection_needs_is_in_the_tarball(built):
+    tmp_path, names = built
+    # meta/execution-environment.yml and the roles' READMEs: what ansible-builder reads from an installed collection
     for needed in ("bin/cufile-lint", "LICENSE", "README.md", "meta/runtime.yml", "meta/execution-environment.yml",
                    "requirements.txt", "bindep.txt", "changelogs/changelog.yaml", "changelogs/config.yaml",
-                   "plugins/modules/gpu_operator.py", "plugins/module_utils/_common/redact.py",
-                   "plugins/plugin_utils/_report/write.py", "plugins/callback/gds_report.py",
-                   "roles/gds_report/meta/argument_specs.yml", "playbooks/k8s.yml", "schemas/cufile-1.15.schema.json",
-                   "docs/report.md", "docs/images/gds-fleet-report.png"):
+                   "plugins/modules/gpu_operator.py", "plugins/modules/cufile_config.py",
+                   "plugins/module_utils/_common/redact.py", "plugins/plugin_utils/_report/write.py",
+                   "plugins/callback/gds_report.py", "roles/gds_report/meta/argument_specs.yml",
+                   "roles/nvidia_fs/meta/argument_specs.yml", "roles/gpu_operator/README.md", "playbooks/k8s.yml",
+                   "playbooks/site.yml", "schemas/cufile-1.15.schema.json", "docs/report.md",
+                   "docs/images/gds-fleet-report.png"):
         assert needed in names, needed
     for md in [n for n in names if n.endswith(".md")]:  # every page a shipped page links to is shipped
         links = re.findall(r"\]\(([^)#\s]+)", shipped_text(tmp_path, md))
@@ -113,20 +125,16 @@ def test_what_the_collection_needs_is_in_the_tarball(tmp_path):
             assert os.path.normpath(os.path.join(os.path.dirname(md), link)) in names, (md, link)
 
 
-def test_tarball_carries_the_collection_and_nothing_of_the_user(tmp_path):
-    names = build(tmp_path)
+def test_tarball_carries_the_collection_and_nothing_of_the_user(built):
+    tmp_path, names = built
     with open(os.path.join(ROOT, "README-collection.md")) as f:
         assert shipped_text(tmp_path, "README.md") == f.read()  # the checkout's README.md is the developers'
     tops = sorted(set(n.split("/")[0] for n in names))
     assert tops == ["FILES.json", "LICENSE", "MANIFEST.json", "README.md", "bin", "bindep.txt", "changelogs", "docs",
                     "inventories", "meta", "playbooks", "plugins", "prometheus", "requirements.txt", "roles",
                     "schemas"], tops
-    # what ansible-builder reads from an installed collection; the EE definition and the docs
-    # site's build config are the developers'
-    assert "meta/execution-environment.yml" in names and "roles/gpu_operator/README.md" in names
+    # the EE definition and the docs site's build config are the developers'
     assert not [n for n in names if n.startswith(("ee/", "docs/site/"))]
     inventories = [n for n in names if n.startswith("inventories/")]
     assert inventories and all(n.startswith("inventories/example/") for n in inventories), inventories
     assert not [n for n in names if "fixtures" in n or n.startswith(("lab/", "bench/", "extensions/"))]
-    assert "plugins/modules/cufile_config.py" in names and "schemas/cufile-1.15.schema.json" in names
-    assert "roles/nvidia_fs/meta/argument_specs.yml" in names and "playbooks/site.yml" in names
