@@ -1,7 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-# long-file: the probe's whole run and its API calls read in one place (the claims mode is in gds_node_probe_claims)
 """gds_node_probe, the part that talks to the cluster. PRIVATE to the collection.
 
 One immutable ConfigMap per run, one pod per node (at most ``parallel`` at a time), one LIST per

@@ -36,9 +36,13 @@ class ClaimApi(object):
         self.core = api.core
         self.storage = k8s_client.StorageV1Api(api.core.api_client)
 
+    @staticmethod
+    def _json(resource, read_call, *args, **kwargs):
+        return json.loads(_call("get", resource, read_call, *args, **kwargs))  # a "get" comes back as text
+
     def storage_class(self, name):
         try:
-            return _call("get", "storageclasses/" + name, self.storage.read_storage_class, name)
+            return self._json("storageclasses/" + name, self.storage.read_storage_class, name)
         except ApiCallFailed as exc:
             if exc.status == 404:
                 return None
@@ -49,8 +53,8 @@ class ClaimApi(object):
                      self.core.create_namespaced_persistent_volume_claim, namespace, body)
 
     def claim(self, namespace, name):
-        return _call("get", "persistentvolumeclaims/" + name, self.core.read_namespaced_persistent_volume_claim,
-                     name, namespace, _request_timeout=30)
+        return self._json("persistentvolumeclaims/" + name, self.core.read_namespaced_persistent_volume_claim,
+                          name, namespace, _request_timeout=30)
 
     def claims(self, namespace, selector):
         return (_call("list", "persistentvolumeclaims", self.core.list_namespaced_persistent_volume_claim, namespace,
@@ -61,7 +65,7 @@ class ClaimApi(object):
                                 self.core.delete_namespaced_persistent_volume_claim, name, namespace)
 
     def pv(self, name):
-        return _call("get", "persistentvolumes/" + name, self.core.read_persistent_volume, name, _request_timeout=30)
+        return self._json("persistentvolumes/" + name, self.core.read_persistent_volume, name, _request_timeout=30)
 
     def release_pv(self, name, claim_uid):
         """Remove the PV's claimRef if it still names the claim ``claim_uid``."""
@@ -70,17 +74,11 @@ class ClaimApi(object):
                       {"op": "remove", "path": "/spec/claimRef"}])
 
 
-def _get(call, *args):
-    """``call(*args)`` with the API's JSON; ``_call`` decodes a "get" as text."""
-    text = call(*args)
-    return json.loads(text) if isinstance(text, str) else text
-
-
 def prepare(api, params):
     """(problem or None, the probe's params: the claim's mount point as the probe path)."""
     name = params["storage_class"]
     try:
-        sc = _get(ClaimApi(api).storage_class, name)
+        sc = ClaimApi(api).storage_class(name)
     except ApiCallFailed as exc:
         return "Kubernetes API: %s" % exc, params
     if sc is None:
@@ -150,9 +148,9 @@ class ClaimProbe(NodeProbe):
                "mount_path": CLAIM_MOUNT, "released": False}
         result["volume"] = vol
         try:
-            pv_name = (_get(self.ops.claim, self.ns, pod).get("spec") or {}).get("volumeName")
+            pv_name = (self.ops.claim(self.ns, pod).get("spec") or {}).get("volumeName")
             if pv_name:
-                pv = _get(self.ops.pv, pv_name)
+                pv = self.ops.pv(pv_name)
                 spec = pv.get("spec") or {}
                 vol.update(pv=pv_name, path=(spec.get("local") or spec.get("hostPath") or {}).get("path"),
                            reclaim_policy=spec.get("persistentVolumeReclaimPolicy"))
