@@ -20,8 +20,6 @@ FORWARD = ("path", "cufile", "link_target", "reasons", "backup_file", "diff", "b
 
 class ActionModule(ActionBase):
 
-    TRANSFERS_FILES = False
-
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp

@@ -17,9 +17,6 @@ FACTS_MODULE = "gpudirect.storage.gds_facts"
 
 class ActionModule(ActionBase):
 
-    _supports_check_mode = True
-    _supports_async = False
-
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp

@@ -76,10 +76,7 @@ def read_hosts(hostvars, names, verified=False):
 
 
 class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
     _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}

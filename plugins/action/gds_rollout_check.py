@@ -36,10 +36,7 @@ def inventory_values(hostvars, hosts, extra_vars):
 
 
 class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
     _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}

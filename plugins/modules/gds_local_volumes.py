@@ -106,10 +106,7 @@ diff:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_local_volumes as backend
-
-
-def argument_spec():
-    return backend.argument_spec()
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_local_volumes import argument_spec
 
 
 def main():

@@ -265,10 +265,7 @@ run_id:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends import gds_node_probe as main_mod
-
-
-def argument_spec():
-    return main_mod.argument_spec()
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.gds_node_probe import argument_spec
 
 
 def main():
