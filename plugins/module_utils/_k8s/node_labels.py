@@ -44,10 +44,9 @@ def _older_than_a_day(proven_at, when):
 
 
 def label_patch(current, record, when):
-    """The merge patch for a Node (``current``: the Node dict) carrying ``record``'s verdict, or
-    None when it already says so. GB/s alone never rewrite a node; ``PROVEN_AT`` (RFC 3339, UTC)
-    is rewritten when the verdict changes and at most once a day while it holds, so a re-run the
-    same day changes nothing and a node probed daily never looks like a stale proof."""
+    """The merge patch that makes Node ``current`` carry ``record``'s verdict, or None when it does.
+    GB/s alone never rewrite a node; ``PROVEN_AT`` is rewritten when the verdict changes and at most
+    once a day while it holds, so a same-day re-run changes nothing."""
     have = ours(current)
     want = desired_labels(record)
     if (all(have.get(k) == v for k, v in want.items()) and ANNOTATION in have
@@ -103,9 +102,8 @@ def diff(cluster_nodes, patches):
 
 
 def apply(api, proven, when, check_mode, undecided=(), errors=None):
-    """Give the nodes in ``proven`` their verdict's labels and take the module's labels off every
-    other node (but ``undecided``); a refused patch is recorded in ``errors`` and the next node
-    goes on. Returns (names labelled, names unlabelled, diff of what was (or would be) done)."""
+    """Label the nodes in ``proven`` and unlabel every other node (but ``undecided``); a refused patch
+    goes into ``errors``. Returns (names labelled, names unlabelled, diff)."""
     errors = errors if errors is not None else []
     try:
         cluster = api.nodes("")

@@ -49,8 +49,7 @@ def cluster_objects(source):
 
 def probe_nodes(api, selector, names=None):
     """(nodes, names of GPU nodes left out): those ``selector`` matches; with the default selector and
-    no ``names``, only the nodes the ClusterPolicy / NVIDIADriver CRs mean to get GDS (every GPU node
-    where the CRs cannot be read)."""
+    no ``names``, only those the ClusterPolicy / NVIDIADriver CRs mean to get GDS (all if unreadable)."""
     nodes = api.nodes(selector)
     if names or selector != GPU_LABEL + "=true" or getattr(api, "core", None) is None:
         return nodes, []

@@ -326,10 +326,9 @@ class GpuOperatorManager(object):
                             **kw.node_results(pre["nodes"], evaluation))
 
     def _failed(self, helm, before, msg, timeout, pre, evaluation, ran_helm=True, **extra):
-        """Fail. ``before``: the release history before this run. Only when helm history shows a
-        revision this run created (or a release stuck in pending-* before it) is anything undone
-        (with rollback_on_failure): a rollback to the previous good revision, or the uninstall of
-        a failed first install; ``changed`` is whether the history changed."""
+        """Fail; with rollback_on_failure, undo only a revision this run created (or a release stuck in
+        pending-*): a rollback to the previous good revision, or the uninstall of a failed first
+        install. ``before``: the history before this run; ``changed``: whether the history changed."""
         name, ns = self.params["release_name"], self.params["release_namespace"]
         margin = max(1, int(self.deadline - self.clock()))  # the undo runs inside wait_timeout, without --wait
         rolled_back = None

@@ -80,11 +80,9 @@ def effect_text(effect, version):
 
 
 class Finding(object):
-    """One problem. ``path`` is a JSON path (``properties.io_batchsize``, ``denylist.drivers[0]``,
-    ``$`` for the root); ``severity`` "error"|"warning"; ``effect`` what libcufile does with it
-    ("ignored"|"load_fails"|"aborts"|"accepted"); ``message`` one line; ``suggestion`` the real
-    key for an unknown or misplaced key; ``line``/``column`` where known; ``code`` a stable
-    category; ``source`` the file (or "merged")."""
+    """One problem: ``path`` a JSON path (``$`` the root), ``severity`` error|warning, ``effect`` what
+    libcufile does with it (EFFECTS), ``suggestion`` the real key for an unknown one, ``code`` a
+    stable category, ``source`` the file (or "merged")."""
 
     __slots__ = ("path", "value", "severity", "effect", "message", "suggestion", "line", "column", "code", "source")
 
@@ -183,9 +181,8 @@ def how_many(findings, severity):
 
 
 def sort_findings(findings, unlisted=None, source=None):
-    """Errors and warnings in file order (unlocated ones by path), duplicates dropped, at most
-    MAX_FINDINGS (errors first); the rest, with ``unlisted`` ({"error": n, ...}, findings never
-    made) and those earlier "more-findings" findings stood for, are counted in one last finding."""
+    """Findings in file order, duplicates dropped, at most MAX_FINDINGS (errors first); the rest,
+    ``unlisted`` ({"error": n, ...}) and earlier "more-findings" counts go into one last finding."""
     seen = set()
     counts = dict(unlisted or {})
     out = []

@@ -68,9 +68,8 @@ def failure_message(result):
     if not msg and result.get("rc") not in (None, 0):
         msg = "rc=%s" % result["rc"]
     msg = _said(msg)
-    for prefix in ("Task failed: ",):  # ansible-core 2.19 wraps action errors this way
-        if msg.startswith(prefix):
-            msg = msg[len(prefix):]
+    if msg.startswith("Task failed: "):  # how ansible-core wraps an action's error
+        msg = msg[len("Task failed: "):]
     parts = [msg or "failed without a message"]
     tail = _said(result.get("stderr") or result.get("module_stderr"))
     if tail and tail not in parts[0]:
@@ -117,10 +116,8 @@ def not_reached(play, hosts):
 
 
 def fold_journal(events):
-    """Per-host state from the events in order: ``{host: {"status", "failure", "failures",
-    "recovered", "facts"}}``. ``unreachable`` wins over ``failed``; a ``recovered`` event (the
-    host ran a task successfully after a rescued failure) clears the failed status but keeps
-    the failure as a failed check."""
+    """{host: {status, failure, failures, recovered, facts}} from the events in order. ``unreachable``
+    wins over ``failed``; ``recovered`` (a rescued failure) clears the status, keeping the failure."""
     hosts = {}
     for event in events:
         host = event.get("host")
@@ -189,9 +186,8 @@ def ready_for_gds(facts):
 
 
 def storage_and_tuned(throughput):
-    """(storage, tuned) of a record from ``gds.throughput``: the storage's own O_DIRECT GB/s of
-    the probe file and how much of it reaches the GPU (probe / storage), and the throughput
-    mode's figures (None when it did not run or failed)."""
+    """(storage, tuned) of a record from ``gds.throughput``: the storage's own O_DIRECT GB/s and the
+    GPU/storage ratios, and the throughput mode's figures (None when it did not run or failed)."""
     throughput = throughput if isinstance(throughput, dict) else {}
     storage = {"write_gbps": _num(throughput.get("storage_write_gbps")), "read_gbps": _num(throughput.get("storage_read_gbps")),
                "write_ratio": _num(throughput.get("write_ratio")), "read_ratio": _num(throughput.get("read_ratio"))}
@@ -288,9 +284,8 @@ def natural_key(name):
 
 
 def build_records(hosts, facts_by_host, journal_hosts=None, journal_enabled=True, reboot_pending=None, k8s_nodes=None):
-    """Records for ``hosts`` plus any host that is only in the journal (it failed or was
-    unreachable, so it belongs in the report), and the Kubernetes nodes of gds_node_probe,
-    in natural name order (a name probed both ways has one record per source)."""
+    """Records for ``hosts``, hosts only in the journal and gds_node_probe's Kubernetes nodes, in natural
+    name order (a name probed both ways has one record per source)."""
     journal_hosts = journal_hosts or {}
     names = sorted(set(hosts or []) | set(journal_hosts), key=natural_key)
     pending = reboot_pending or {}
