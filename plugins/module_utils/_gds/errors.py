@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Names for the errors a cuFile probe reports: cufile.h CUfileOpError, CUDA driver CUresult,
 errno, the config-refused codes of each libcufile release - so a verdict never says just
-"5027". Pure; split from verdict.py (which uses them). PRIVATE to the collection."""
+"5027". Pure; used by probe_verdict.py. PRIVATE to the collection."""
 
 from __future__ import annotations
 
@@ -68,21 +68,6 @@ def cufile_error_name(code):
 
 def cuda_error_name(code, name=None):
     return "%s (%d)" % (name or CUDA_ERRORS.get(code, "CUresult"), code)
-
-
-def libcufile_missing(lib):
-    """Why no libcufile was used: a missing override, the files found but not used (and why), the
-    directories searched; with the variable that points the probe at a library."""
-    if lib.get("override_missing"):
-        return ("libcufile not found: gds_verify_cufile_lib is %s, which does not exist on the host; fix the path or "
-                "set gds_verify_cufile_lib: \"\" to search the usual places" % lib.get("override"))
-    text = "libcufile not found"
-    skipped = lib.get("skipped") or []
-    if skipped:
-        text += ": found %s but did not use %s; create the link (ldconfig, or install the libcufile package) or " \
-                "set gds_verify_cufile_lib: %s" % (", ".join("%s (%s)" % (s["path"], s["why"]) for s in skipped),
-                                                   "it" if len(skipped) == 1 else "them", skipped[0]["path"])
-    return text + " (searched %s)" % ", ".join(lib.get("searched") or [])
 
 
 def config_error_hint(code, release=None):

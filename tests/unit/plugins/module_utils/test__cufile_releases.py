@@ -20,7 +20,7 @@ from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.schema i
     SCHEMA_DIR, load_schema, release_data, schema_for)
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile import validate as _cufile_validate
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._cufile.validate import lint_document
-from ansible_collections.gpudirect.storage.plugins.module_utils._gds.verdict import describe_error
+from ansible_collections.gpudirect.storage.plugins.module_utils._gds.errors import describe_error
 from ansible_collections.gpudirect.storage.plugins.plugin_utils._gds.results import host_release
 
 ROOT = os.path.dirname(SCHEMA_DIR)

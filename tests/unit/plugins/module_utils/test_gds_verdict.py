@@ -133,15 +133,15 @@ def test_verify_mismatch_and_io_errors():
     out = v.verdict(facts([bad]))
     assert out["mode"] == "failed" and "data read back differs at offset 1048576" in out["reason"]
     io = {"step": "cuFileWrite", "kind": "io", "offset": 0, "size": 16, "ret": -1, "errno": 5}
-    assert "EIO (Input/output error)" in v.describe_error(io)
-    assert "CU_FILE_HANDLE_NOT_REGISTERED (5027)" in v.describe_error(dict(io, errno=5027))
-    assert "CU_FILE_CUDA_DRIVER_ERROR (5011)" in v.describe_error(dict(io, ret=-5011, errno=None))
-    assert "short transfer: 8 bytes" in v.describe_error(dict(io, ret=8))
+    assert "EIO (Input/output error)" in _errors.describe_error(io)
+    assert "CU_FILE_HANDLE_NOT_REGISTERED (5027)" in _errors.describe_error(dict(io, errno=5027))
+    assert "CU_FILE_CUDA_DRIVER_ERROR (5011)" in _errors.describe_error(dict(io, ret=-5011, errno=None))
+    assert "short transfer: 8 bytes" in _errors.describe_error(dict(io, ret=8))
 
 
 def test_o_direct_refused():
     err = {"step": "open", "kind": "os", "errno": 22, "strerror": "Invalid argument", "file": "/dev/shm/x"}
-    assert v.describe_error(err).endswith("the file system refused O_DIRECT")
+    assert _errors.describe_error(err).endswith("the file system refused O_DIRECT")
 
 
 # first: reasons[0] (None: not checked); words: in the reason
