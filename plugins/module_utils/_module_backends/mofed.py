@@ -60,7 +60,7 @@ def run(module, paths, runner, backend, result):
         if problems:  # checked before written: a repository that cannot work breaks every apt-get update
             raise pk.PackageError("; ".join(problems) + ". Nothing was written, nothing was changed.")
         if not module.check_mode:
-            pk.wait_for_locks(paths, [getattr(paths, n) for n in backend.lock_names], backend.lock_timeout)
+            backend.wait_for_lock()
         write = guard.RepoWrite(module, paths, backend, ch, result)
         write.apply()
         try:
@@ -81,7 +81,7 @@ def run(module, paths, runner, backend, result):
     after = dict(result["packages"]["before"])
     if plan["install"]:
         diffs.append(pk.package_diff(installed, plan))
-        pk.apply_plan(backend, paths, plan, module.check_mode)
+        pk.apply_plan(backend, plan, module.check_mode)
         result["changed"] = True
         for name, ver, kind in plan["install"]:
             result["actions"].append("%s %s=%s" % (kind, name, ver))

@@ -176,7 +176,7 @@ class NvidiaFs(object):
         target = facts["nvfs_version"]
         changes = self.files()
         if plan["install"] and not self.check:
-            self.wait_lock()  # before the first write: a held lock must leave the host as found
+            self.backend.wait_for_lock()  # before the first write: a held lock must leave the host as found
         # The signing drop-in goes first: the package's own DKMS build must already sign.
         self.apply_files(changes, ("mok",))
         self.packages(self.installed_now, plan)
@@ -211,10 +211,6 @@ class NvidiaFs(object):
             raise pk.PackageError("; ".join(plan["errors"]) + ". Nothing was changed.")
         return plan
 
-    def wait_lock(self):
-        pk.wait_for_locks(self.paths, [getattr(self.paths, n) for n in self.backend.lock_names],
-                          self.backend.lock_timeout)
-
     def repo(self, lock_first=False):
         """Write the repository file (and refresh metadata). Returns the change or None."""
         ch = repos.planned_file(self.p["repo"], "gpudirect-cuda", self.paths, self.backend.family)
@@ -225,7 +221,7 @@ class NvidiaFs(object):
         if problems:  # checked before written: a repository that cannot work breaks every apt-get update
             raise nvfs.PreflightError([{"check": "repository", "msg": m} for m in problems])
         if lock_first and not self.check:
-            self.wait_lock()
+            self.backend.wait_for_lock()
         write = guard.RepoWrite(self.m, self.paths, self.backend, ch, self.r)
         write.apply()
         self.diffs.append(managed_file.file_diff(ch))
@@ -247,7 +243,7 @@ class NvidiaFs(object):
         env = self.signing_env()
         if env:
             self.backend.environ = dict(self.backend.environ, **env)
-        pk.apply_plan(self.backend, self.paths, plan, self.check)
+        pk.apply_plan(self.backend, plan, self.check)
         for name, ver, kind in plan["install"]:
             self.act("%s %s=%s" % (kind, name, ver))
         for name in plan["remove"]:

@@ -7,8 +7,7 @@ Parsers (``dpkg-query``, ``apt-cache policy``, ``rpm -q``, ``dnf repoquery``) an
 plan are pure functions. The backends only build argv lists and run them through ``_common.runner``:
 installs are always explicit pins (``name=version`` / ``name-version``), and signature checks are
 never disabled (no ``--allow-unauthenticated``, no ``--nogpgcheck``, no ``trusted=yes``).
-Before a transaction the package lock is waited for up to a bound; then the error names the
-process that holds it (from ``/proc/locks``, or a scan of ``/proc/*/fd``).
+Before a transaction the package lock is waited for up to a bound (``_packages.locks``).
 
 The version comparison is in ``_packages.versions``, the repository files and option checks
 in ``_packages.repos``, and the apt backend's installed versions come from dpkg's status file
@@ -17,9 +16,7 @@ in ``_packages.repos``, and the apt backend's installed versions come from dpkg'
 
 from __future__ import annotations
 
-import os
 import re
-import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.runner import CommandError
@@ -181,86 +178,6 @@ def package_diff(installed, plan):
             "before": fmt(before), "after": fmt(after)}
 
 
-# --------------------------------------------------------------------------- lock holders
-def parse_proc_locks(text):
-    """``/proc/locks`` -> [{pid, major, minor, inode, kind, blocked}] (major/minor are hex)."""
-    out = []
-    for line in (text or "").splitlines():
-        f = line.split()
-        if len(f) < 8:
-            continue
-        blocked = f[1] == "->"
-        if blocked:
-            f = f[:1] + f[2:]
-        try:
-            major, minor, inode = f[5].split(":")
-            out.append({"pid": int(f[4]), "major": int(major, 16), "minor": int(minor, 16),
-                        "inode": int(inode), "kind": f[1], "blocked": blocked})
-        except ValueError:
-            continue
-    return out
-
-
-def _describe_pid(paths, pid):
-    base = os.path.join(paths.proc, str(pid))
-    if not os.path.isdir(base) and os.path.realpath(paths.proc_locks) == "/proc/locks":
-        base = os.path.join("/proc", str(pid))  # a re-rooted /proc whose locks file is the kernel's
-    comm = (paths.read(os.path.join(base, "comm")) or "").strip()
-    cmdline = (paths.read(os.path.join(base, "cmdline")) or "").replace("\0", " ").strip()
-    return {"pid": pid, "comm": comm or "?", "cmdline": cmdline}
-
-
-def lock_holders(paths, lock_path):
-    """Processes holding ``lock_path``: /proc/locks by inode, then a /proc/*/fd scan."""
-    try:
-        st = os.stat(lock_path)
-    except OSError:
-        return []
-    pids = []
-    # Match by inode only: on overlayfs (lab hosts) /proc/locks names the upper layer's device.
-    for lk in parse_proc_locks(paths.read("proc_locks")):
-        if lk["inode"] == st.st_ino and not lk["blocked"] and lk["pid"] > 0:
-            pids.append(lk["pid"])
-    if not pids:
-        targets = set([lock_path, os.path.realpath(lock_path)])
-        try:
-            entries = [e for e in os.listdir(paths.proc) if e.isdigit()]
-        except OSError:
-            entries = []
-        for pid in entries:
-            fd_dir = os.path.join(paths.proc, pid, "fd")
-            try:
-                fds = os.listdir(fd_dir)
-            except OSError:
-                continue
-            for fd in fds:
-                try:
-                    if os.readlink(os.path.join(fd_dir, fd)) in targets:
-                        pids.append(int(pid))
-                        break
-                except OSError:
-                    continue
-    return [_describe_pid(paths, pid) for pid in sorted(set(pids)) if pid != os.getpid()]
-
-
-def wait_for_locks(paths, lock_paths, timeout, interval=1.0, sleep=time.sleep, clock=time.monotonic):
-    """Wait until no process holds any of ``lock_paths``; raise LockHeldError after ``timeout``
-    seconds naming the holder. Returns the seconds waited."""
-    start = clock()
-    while True:
-        held = [(p, h) for p in lock_paths for h in lock_holders(paths, p)]
-        if not held:
-            return clock() - start
-        if clock() - start >= timeout:
-            path, h = held[0]
-            who = "pid %s (%s)" % (h["pid"], h["cmdline"] or h["comm"])
-            raise LockHeldError(
-                "package manager lock %s is held by %s; waited %ss (lock_timeout). Let that "
-                "process finish, then run again. Nothing was changed." % (path, who, int(timeout)),
-                lock=path, holder=h)
-        sleep(interval)
-
-
 # --------------------------------------------------------------------------- backends
 def check_argv(argv):
     for a in argv:
@@ -288,6 +205,12 @@ class Backend(object):
 
     def query_now(self, names):
         return self.installed_now(names), Available(lambda: self.available_now(names))
+
+    def wait_for_lock(self):
+        """Wait for the package manager's lock (LockHeldError after ``lock_timeout``)."""
+        # imported here: only a write waits for the lock
+        from ansible_collections.gpudirect.storage.plugins.module_utils._packages.locks import wait_for_locks
+        return wait_for_locks(self.paths, [getattr(self.paths, n) for n in self.lock_names], self.lock_timeout)
 
 
 class Apt(Backend):
@@ -357,7 +280,7 @@ def get_backend(runner, lock_timeout=120, paths=None):
     raise PackageError("neither apt-get nor dnf found on the target")
 
 
-def apply_plan(backend, paths, plan, check_mode):
+def apply_plan(backend, plan, check_mode):
     """Run the transaction of ``plan`` (after waiting for the lock). Returns the argv lists run
     (or that would run in check mode)."""
     cmds = []
@@ -367,7 +290,7 @@ def apply_plan(backend, paths, plan, check_mode):
         cmds.append(backend.remove_argv(plan["remove"]))
     if not cmds or check_mode:
         return cmds
-    wait_for_locks(paths, [getattr(paths, n) for n in backend.lock_names], backend.lock_timeout)
+    backend.wait_for_lock()
     for argv in cmds:
         try:
             backend.runner.run(argv, mutates=True, environ=backend.environ)

@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import apt_dnf as pk
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._packages import queries, versions
+from ansible_collections.gpudirect.storage.plugins.module_utils._packages import locks, queries, versions
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._packages import repos
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
@@ -176,10 +176,10 @@ def test_repo_rendering_is_always_signed():
 
 
 def test_parse_proc_locks_real_and_blocked():
-    locks = pk.parse_proc_locks(captured("proc/locks-debian12-fcntl-holder.txt"))
-    assert locks == [{"pid": 27585, "major": 0xfe, "minor": 0, "inode": 2148075, "kind": "POSIX", "blocked": False}]
+    held = locks.parse_proc_locks(captured("proc/locks-debian12-fcntl-holder.txt"))
+    assert held == [{"pid": 27585, "major": 0xfe, "minor": 0, "inode": 2148075, "kind": "POSIX", "blocked": False}]
     # Constructed from the kernel's format: a waiter is shown with "->".
-    waiter = pk.parse_proc_locks("1: -> POSIX  ADVISORY  WRITE 4242 fe:00:2148075 0 EOF\n")
+    waiter = locks.parse_proc_locks("1: -> POSIX  ADVISORY  WRITE 4242 fe:00:2148075 0 EOF\n")
     assert waiter[0]["blocked"] and waiter[0]["pid"] == 4242
 
 
@@ -197,12 +197,12 @@ def test_lock_holder_named_from_fake_proc_locks(tmp_path):
     _fake_proc(tmp_path, 31337, "apt-get", ["apt-get", "install", "foo"])
     (tmp_path / "proc" / "locks").write_text("1: POSIX  ADVISORY  WRITE 31337 fe:01:%d 0 EOF\n" % lock.stat().st_ino)
     paths = HostPaths(root=str(tmp_path), proc_root=str(tmp_path))
-    holders = pk.lock_holders(paths, paths.dpkg_lock)
+    holders = locks.lock_holders(paths, paths.dpkg_lock)
     assert holders == [{"pid": 31337, "comm": "apt-get", "cmdline": "apt-get install foo"}]
     clock = iter([0.0, 0.5, 1.0, 2.5]).__next__
     slept = []
     with pytest.raises(pk.LockHeldError) as exc:
-        pk.wait_for_locks(paths, [paths.dpkg_lock], timeout=2, sleep=slept.append, clock=clock)
+        locks.wait_for_locks(paths, [paths.dpkg_lock], timeout=2, sleep=slept.append, clock=clock)
     assert "pid 31337 (apt-get install foo)" in str(exc.value) and "lock-frontend" in str(exc.value)
     assert "Nothing was changed" in str(exc.value) and slept == [1.0, 1.0]
 
@@ -210,7 +210,7 @@ def test_lock_holder_named_from_fake_proc_locks(tmp_path):
 def test_lock_free_returns_immediately(tmp_path):
     paths = HostPaths(root=str(tmp_path), proc_root=str(tmp_path))
     (tmp_path / "proc").mkdir()
-    assert pk.wait_for_locks(paths, [paths.dpkg_lock], timeout=0, sleep=None, clock=lambda: 1.0) == 0
+    assert locks.wait_for_locks(paths, [paths.dpkg_lock], timeout=0, sleep=None, clock=lambda: 1.0) == 0
 
 
 def test_lock_holder_fd_scan_fallback(tmp_path):
@@ -222,7 +222,7 @@ def test_lock_holder_fd_scan_fallback(tmp_path):
     fd.mkdir()
     os.symlink(str(lock), str(fd / "3"))
     paths = HostPaths(root=str(tmp_path), proc_root=str(tmp_path))
-    assert [h["pid"] for h in pk.lock_holders(paths, paths.dpkg_lock)] == [4711]
+    assert [h["pid"] for h in locks.lock_holders(paths, paths.dpkg_lock)] == [4711]
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="no /proc/locks on this kernel")
@@ -237,10 +237,10 @@ def test_lock_holder_real_process(tmp_path):
     try:
         assert holder.stdout.readline().strip() == b"locked"
         paths = HostPaths(root=str(tmp_path), proc_root="/")
-        holders = pk.lock_holders(paths, paths.dpkg_lock)
+        holders = locks.lock_holders(paths, paths.dpkg_lock)
         assert [h["pid"] for h in holders] == [holder.pid]
         with pytest.raises(pk.LockHeldError, match="pid %d" % holder.pid):
-            pk.wait_for_locks(paths, [paths.dpkg_lock], timeout=0)
+            locks.wait_for_locks(paths, [paths.dpkg_lock], timeout=0)
         # We can take it ourselves only after the holder is gone.
         with open(str(lock), "w") as f:
             with pytest.raises(OSError):
