@@ -20,9 +20,9 @@ FACTS = {"mode": "gds", "verified": True, "proven": True, "reason": "nvidia-fs W
                                "size": 3, "realpath": "/etc/cufile.json"}]}}
 
 
-def record(tmp_path, facts=FACTS, **kw):
+def record(tmp_path, **kw):
     path = str(tmp_path / "state" / "last_verdict.json")
-    return path, run_module(gds_facts.main, {"record_path": path, "record": verdict_record(facts, "gds", 1700000000.12345)},
+    return path, run_module(gds_facts.main, {"record_path": path, "record": verdict_record(FACTS, "gds", 1700000000.12345)},
                             **kw)
 
 
