@@ -301,7 +301,8 @@ msg:
 """
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.cufile_config import (
-    CufileConfigError, arguments, run_apply, run_plan)
+    CufileConfigError, arguments, run_plan)
+from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.cufile_config_apply import run_apply
 
 
 def main():

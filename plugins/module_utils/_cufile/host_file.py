@@ -14,8 +14,6 @@ import hashlib
 import os
 import pwd
 import re
-import tempfile
-import time
 
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.limits import MAX_BYTES, read_capped, size_problem
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import (
@@ -163,45 +161,6 @@ def diff_texts(current, desired_text):
     else:
         before = dumps(current.document)
     return before, desired_text
-
-
-def backup(module, path):
-    """Back up what is at ``path``: a symlink is kept as a symlink with the same target (mv it back
-    to restore the update-alternatives link), a regular file as a copy (named like
-    module.backup_local). A backup that cannot be completed (disk full) is removed again."""
-    dest = "%s.%s.%s" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~", time.localtime()))
-    try:
-        if os.path.islink(path):
-            os.symlink(os.readlink(path), dest)
-        else:
-            module.preserved_copy(path, dest)
-    except (IOError, OSError) as exc:
-        if os.path.lexists(dest):
-            os.unlink(dest)
-        raise CufileConfigError("cannot back up %s to %s: %s; %s was left as it was" % (path, dest, exc, path))
-    return dest
-
-
-def write_atomic(module, path, text):
-    """Write ``text`` to a temp file in the same directory, fsync, and atomic_move it over ``path``.
-    The rename replaces a symlink at ``path`` itself, never the file it points to."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise CufileConfigError("directory %s does not exist" % directory)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".cufile.json.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8", "surrogateescape"))
-            f.flush()
-            os.fsync(f.fileno())
-        # a fresh file replaces a link: do not copy the attributes of the CUDA file behind it
-        module.atomic_move(tmp, path, keep_dest_attrs=not os.path.islink(path))
-    except (IOError, OSError) as exc:  # disk full, read-only: the temp file goes, the file stays
-        raise CufileConfigError("cannot write %s: %s; %s was left as it was" % (path, exc, path))
-    finally:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 # the symbolic mode grammar, compiled (and kept by re) only for a mode that is not octal

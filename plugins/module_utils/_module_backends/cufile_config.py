@@ -2,7 +2,8 @@
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The target side of gpudirect.storage.cufile_config: read the current file, compute the desired
-document, decide ``changed``, back up and write atomically. PRIVATE to the collection.
+document, decide ``changed`` (the plan phase; the apply phase, which writes, is
+cufile_config_apply.py). PRIVATE to the collection.
 Standard library only (runs on bare GPU hosts).
 
 Validation is NOT done here: the action plugin validates the planned document on the controller
@@ -23,15 +24,15 @@ import os
 
 from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
 
-from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import CufileSyntaxError, dumps, parse
+from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.parser import dumps
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile import shipped as _cufile_shipped
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.shipped import ReleaseError, host_libcufile
 from ansible_collections.gpudirect.storage.plugins.module_utils._common.hostpaths import HostPaths
 from ansible_collections.gpudirect.storage.plugins.module_utils._common import managed_file
 from ansible_collections.gpudirect.storage.plugins.module_utils._module_backends.argspec import ArgumentSpec
 from ansible_collections.gpudirect.storage.plugins.module_utils._cufile.host_file import (
-    attribute_problems, backup, content_changes, CufileConfigError, desired_document, diff_texts,
-    host_path_facts, load_src, managed, read_state, _read_text, shipped_refusal, write_atomic)
+    attribute_problems, content_changes, CufileConfigError, desired_document, diff_texts,
+    host_path_facts, load_src, managed, read_state, _read_text, shipped_refusal)
 
 
 def argument_spec():
@@ -188,50 +189,4 @@ def _keep(module, current, result):
         result["env_text"] = _read_text(env, "env_path_json").decode("utf-8", "replace") if os.path.isfile(env) else None
     where = "a symlink to %s" % current.link_target if current.is_link else ("a file" if current.exists else "absent")
     result["msg"] = "%s left as it is (%s): no cufile option (settings, src, base) is set" % (current.path, where)
-    return result
-
-
-def run_apply(module):
-    """Apply phase: write the content the controller validated, if the file is still what the plan
-    saw (same fingerprint); back up first when asked; then set owner/group/mode."""
-    p = module.params
-    internal = _from_action(module)
-    path = p["path"]
-    current = read_state(path)
-    if current.fingerprint != internal.get("expect"):
-        raise CufileConfigError("%s changed on the host after this task planned its change (planned against %s, found %s); "
-                                "nothing was written, run the task again" % (path, internal.get("expect"), current.fingerprint))
-    result = {"changed": False, "path": path, "backup_file": None, "link_target": current.link_target}
-    if module.check_mode:
-        return result
-    present = current.exists or current.is_link
-    if p["state"] == "absent":
-        if present:
-            if p["backup"]:
-                result["backup_file"] = backup(module, path)
-            os.unlink(path)
-            result["changed"] = True
-        return result
-    content = internal.get("content")
-    if not isinstance(content, str):
-        raise CufileConfigError("internal error: the apply phase got no content")
-    try:
-        desired = parse(content).document
-    except CufileSyntaxError as exc:
-        raise CufileConfigError("internal error: planned content does not parse: %s" % exc)
-    problems = attribute_problems(p)
-    if problems:
-        raise CufileConfigError("; ".join(problems) + "; nothing was written")
-    reasons = content_changes(current, desired)
-    if reasons:
-        if p["backup"] and present:
-            result["backup_file"] = backup(module, path)
-        try:
-            write_atomic(module, path, content)
-        except CufileConfigError:
-            if result["backup_file"]:  # nothing changed: no backup of it either
-                os.unlink(result["backup_file"])
-            raise
-    file_args = module.load_file_common_arguments(p, path=path)
-    result["changed"] = module.set_fs_attributes_if_different(file_args, bool(reasons))
     return result
