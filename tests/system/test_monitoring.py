@@ -155,6 +155,7 @@ def test_alert_fires_and_clears_when_nvidia_fs_is_unloaded(tmp_path):
         instances = ["%s:9100" % ip for ip in ips]
         until(lambda: sorted(prometheus.query("gds_nvidia_fs_loaded == 1")) == sorted(instances), what="both loaded")
         assert prometheus.query('gds_verdict_mode{mode="unavailable"} == 1').keys() == set(instances)
+        assert prometheus.query("gds_cufile_valid == 1").keys() == set(instances)  # the controller's validation, recorded
         assert prometheus.query("gds_nvidia_fs_read_bytes_total")[instances[0]] == 65536 * 2 ** 20
         assert sorted(prometheus.query("gds_required_mode_rank")) == sorted(instances)
         until(lambda: prometheus.firing("GdsVerdictBelowRequired") == sorted(instances),
