@@ -27,6 +27,7 @@ TEST_CHART = os.path.join(FIXTURES, "charts", "gpu-operator-test")
 CHART = os.environ.get("GPU_OPERATOR_CHART") or TEST_CHART
 REAL_CHART = CHART != TEST_CHART
 CRASH_MESSAGE = "nvidia-fs: Unknown symbol nvidia_p2p_get_pages (err -2)"
+NRI_WITHOUT_CDI = {"cdi": {"enabled": False, "nriPluginEnabled": True}}  # values the chart refuses to render
 
 sys.path.insert(0, FIXTURES)
 from k8s_emulator.fixture import Emulator  # noqa: E402  pylint: disable=wrong-import-position
@@ -66,6 +67,12 @@ class Rig(object):
                 if "Run gpudirect.storage.gpu_operator" in name or "Install or upgrade the GPU Operator" in name]
         assert hits, stdout[-3000:]
         return rc, hits[0]["localhost"], stdout
+
+    def restart(self, nodes):
+        """The emulator again, empty, with these nodes."""
+        self.emu.stop()
+        self.emu.nodes = nodes
+        self.emu.start()
 
     def helm_json(self, *args):
         res = subprocess.run([self.helm] + list(args) + ["--namespace", "gpu-operator", "--kubeconfig",

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 from ansible.parsing.vault import VaultLib, VaultSecret
 
 from gpu_operator_rig import CHART, helm_bins, rig  # noqa: F401 pylint: disable=import-error,unused-import
+from k8s_emulator.suite import admin_token, run_playbook  # pylint: disable=import-error
 
 PLAYBOOK = """---
 - name: Gpu_operator with files from the controller
@@ -34,14 +34,10 @@ PLAYBOOK = """---
 
 
 def _play(rig, env=None, **extra):
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-            os.path.join(rig.tmp, "site.yml"), "--vault-password-file", os.path.join(rig.tmp, "vault-pw"),
-            "-e", json.dumps(dict(extra, ansible_python_interpreter=sys.executable))]
-    res = subprocess.run(argv, cwd=rig.tmp, env=dict(rig.env, **(env or {})), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=300, check=False)
-    data = json.loads(res.stdout)
-    task = [t for play in data["plays"] for t in play["tasks"] if "gpu_operator" in t["task"]["name"]][0]
-    return res.returncode, task["hosts"]["localhost"], res.stdout + res.stderr
+    rc, tasks, stdout, stderr = run_playbook(
+        ["-i", "localhost,", os.path.join(rig.tmp, "site.yml"), "--vault-password-file", os.path.join(rig.tmp, "vault-pw"),
+         "-e", json.dumps(dict(extra, ansible_python_interpreter=sys.executable))], rig.tmp, dict(rig.env, **(env or {})))
+    return rc, [hosts for name, hosts in tasks if "gpu_operator" in name][0]["localhost"], stdout + stderr
 
 
 def test_vault_kubeconfig_and_values_from_files_then_k8s_auth_environment(rig):
@@ -70,7 +66,7 @@ def test_vault_kubeconfig_and_values_from_files_then_k8s_auth_environment(rig):
     assert not [f for _d, _s, names in os.walk(remote_tmp) for f in names if f.startswith("gpu-operator-")]
 
     # no kubeconfig at all: host, token and CA from the environment (kubernetes.core's names)
-    token = [line.split()[-1] for line in kubeconfig.splitlines() if "token:" in line][0]
+    token = admin_token(rig.emu.kubeconfig)
     rc, res, out = _play(rig, env={"K8S_AUTH_HOST": rig.emu.url, "K8S_AUTH_API_KEY": token,
                                    "K8S_AUTH_SSL_CA_CERT": rig.emu.ca})
     assert rc == 0, out[-4000:]

@@ -13,15 +13,7 @@ import time
 import urllib.error
 
 import pytest
-from gpu_operator_rig import CHART, REAL_CHART, base, helm_bins, node, rig  # noqa: F401 pylint: disable=import-error,unused-import
-
-NRI_WITHOUT_CDI = {"cdi": {"enabled": False, "nriPluginEnabled": True}}
-
-
-def _restart(rig, nodes):
-    rig.emu.stop()
-    rig.emu.nodes = nodes
-    rig.emu.start()
+from gpu_operator_rig import CHART, NRI_WITHOUT_CDI, REAL_CHART, base, helm_bins, node, rig  # noqa: F401 pylint: disable=import-error,unused-import
 
 
 def _driver_apps(rig):
@@ -35,7 +27,7 @@ def _driver_apps(rig):
     ("cpu-0:debian:12:nonfd,gpu-a:ubuntu:22.04:gpu:nonfd", ["NFD is missing", "NFDLabelsMissing"]),
 ])
 def test_no_gpu_node_is_a_failure_not_a_success(rig, nodes, needles):
-    _restart(rig, nodes)
+    rig.restart(nodes)
     rc, res, out = rig.play(**base(rig, go_wait_timeout=20))
     assert rc != 0 and res["failed"] is True, out[-4000:]
     assert "no GPU node: no node is labelled nvidia.com/gpu.present=true" in res["msg"], res["msg"]
@@ -75,7 +67,7 @@ def test_nvidiadriver_mode_with_two_node_pools(rig):
 
 @pytest.mark.parametrize("rig", ["3.19.0"], indirect=True)
 def test_openshift_driver_toolkit_pods(rig):
-    _restart(rig, "gpu-r:rhcos:4.18:gpu,cpu-0:rhcos:4.18")
+    rig.restart("gpu-r:rhcos:4.18:gpu,cpu-0:rhcos:4.18")
     rc, res, out = rig.play(**base(rig))
     assert rc == 0 and res["cluster_policy"]["state"] == "ready", out[-4000:]
     report = node(res, "gpu-r")

@@ -7,23 +7,14 @@ first install leaves in the cluster, and the bound of the whole run (rollback in
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 
 import pytest
 import yaml
-from gpu_operator_rig import CHART, CRASH_MESSAGE, base, helm_bins, node, rig  # noqa: F401 pylint: disable=import-error,unused-import
+from gpu_operator_rig import CHART, CRASH_MESSAGE, NRI_WITHOUT_CDI, base, helm_bins, node, rig  # noqa: F401 pylint: disable=import-error,unused-import
 
 POOLS_ONLY = {"driver": {"nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}}
-NRI_WITHOUT_CDI = {"cdi": {"enabled": False, "nriPluginEnabled": True}}
-
-
-def _restart(rig, nodes):
-    rig.emu.stop()
-    os.unlink(os.path.join(rig.emu.workdir, "ready"))  # else start() reads the old address
-    rig.emu.nodes = nodes
-    rig.emu.start()
 
 
 def _pool(name, hostname, gds):
@@ -67,7 +58,7 @@ def test_gds_on_one_nvidiadriver_pool_only(rig):
 
 
 def test_unsupported_os_pool_without_gds(rig):
-    _restart(rig, "gpu-a:ubuntu:22.04:gpu,gpu-c:rocky:9.4:gpu,cpu-0:debian:12")
+    rig.restart("gpu-a:ubuntu:22.04:gpu,gpu-c:rocky:9.4:gpu,cpu-0:debian:12")
     _node_pools(rig, [_pool("storage", "gpu-a", True), _pool("compute", "gpu-c", False)])
     rc, res, out = rig.play(**base(rig, go_values=POOLS_ONLY, go_unsupported_os="fail", go_wait_timeout=30))
     assert rc == 0, out[-4000:]
