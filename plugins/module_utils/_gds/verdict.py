@@ -18,6 +18,7 @@ MODES = ("gds", "p2pdma", "compat", "unavailable", "failed")
 RANK = {"gds": 3, "p2pdma": 2, "compat": 1, "failed": 0, "unavailable": 0}
 REQUIRABLE = ("gds", "p2pdma", "compat")
 
+
 def libcufile_release(lib):
     """(release, note): THE libcufile release of a host, for its verdict and for the controller's
     cufile.json validation. ``lib``: the facts' ``libcufile``. The release its file name carries
