@@ -284,3 +284,19 @@ def test_a_timed_rerun_is_a_true_second_run_of_site_yml_beside_verify_rounds(tmp
         measured = run.measure(fleet, rounds=3, peer_rounds=1)
     assert measured["rerun_changed"] == [0, 0, 0]
     assert measured["first"]["changed"] == 1  # counted over every host, localhost included
+
+
+def test_results_go_after_the_intro_and_before_the_latest_run(tmp_path, monkeypatch):
+    from ansible_collections.gpudirect.storage.tests.unit.scripts import load_script
+    run = load_script("bench_run", "bench", "run")
+    (tmp_path / "bench").mkdir()
+    results = tmp_path / "bench" / "RESULTS.md"
+    results.write_text("# Benchmark results\n\nThe latest run of each benchmark.\nKeep the latest.\n\n## Older run\n\nold\n")
+    monkeypatch.setattr(run, "ROOT", str(tmp_path))
+    run.prepend_results("`bench/run`", "new")
+    text = results.read_text()
+    assert text.startswith("# Benchmark results\n\nThe latest run of each benchmark.\nKeep the latest.\n\n## ")
+    assert text.index("\nnew\n") < text.index("## Older run") and text.endswith("## Older run\n\nold\n")
+    results.write_text("# Benchmark results\n\n")
+    run.prepend_results("`bench/run`", "first")
+    assert results.read_text().startswith("# Benchmark results\n\n## ") and "\nfirst\n" in results.read_text()
