@@ -87,12 +87,18 @@ def role_values(templar, roles, task_vars):
     return templar.template(dict((name, variables[name]) for name in names if name in variables))
 
 
-def check(role, values):
-    """The error messages of ``role``'s variables in ``values`` against its argument spec, as
-    Ansible's role argument validation gives them (they name the variable)."""
+def validated(role, values):
+    """(``role``'s variables in ``values`` with its argument spec's defaults, the error messages as
+    Ansible's role argument validation gives them: they name the variable)."""
     options = role_files(role)[0]
     provided = dict((name, values[name]) for name in options if name in values)
-    return [named_empty_choice(e) for e in ArgumentSpecValidator(options).validate(provided).error_messages]
+    checked = ArgumentSpecValidator(options).validate(provided)
+    return checked.validated_parameters, [named_empty_choice(e) for e in checked.error_messages]
+
+
+def check(role, values):
+    """The error messages of ``role``'s variables in ``values`` against its argument spec."""
+    return validated(role, values)[1]
 
 
 def named_empty_choice(message):
@@ -135,11 +141,9 @@ def selection(templar, task_vars):
     argument spec first, as Ansible's role argument validation would (the play turns that off: it
     is a task per host). Unset, gds_plan_stages, gds_plan_preflight, gds_plan_verify and
     gds_plan_preflight_only follow gds_<stage>_enabled, --tags and --skip-tags."""
-    options = role_files("gds_plan")[0]
-    checked = ArgumentSpecValidator(options).validate(role_values(templar, ["gds_plan"], task_vars))
-    if checked.error_messages:
-        return {}, invalid(["gds_plan: " + named_empty_choice(e) for e in checked.error_messages])
-    plan = checked.validated_parameters
+    plan, errors = validated("gds_plan", role_values(templar, ["gds_plan"], task_vars))
+    if errors:
+        return {}, invalid(["gds_plan: " + e for e in errors])
     run_tags = set(task_vars.get("ansible_run_tags") or ["all"])
     skip_tags = set(task_vars.get("ansible_skip_tags") or [])
 
