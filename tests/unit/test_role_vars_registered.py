@@ -52,3 +52,16 @@ def test_the_playbook_variables_are_read_by_the_playbooks():
     text = "".join(open(p).read() for p in files() + defaults)
     unread = [n for n in _role_vars.PLAYBOOK_VARIABLES if n not in text]
     assert not unread, unread
+
+
+def test_a_result_the_user_registered_under_our_prefix_is_no_typo():
+    # Ansible registers every task result as a dict with "changed"; a setting is never one
+    host_vars = {"gds_smi": {"changed": False, "failed": False, "rc": 0, "stdout": "GPU 0: H100"},
+                 "gds_checks": {"changed": True, "msg": "All items completed", "results": []},
+                 "gds_verify_probe_sise_mb": 64}
+    assert _role_vars.unknown_variables(host_vars) == [("gds_verify_probe_sise_mb", "gds_verify_probe_size_mb")]
+
+
+def test_a_setting_under_our_prefix_that_nothing_reads_is_still_a_typo_when_it_is_a_dict():
+    assert _role_vars.unknown_variables({"cufile_setings": {"properties": {"allow_compat_mode": False}}}) == [
+        ("cufile_setings", "cufile_settings")]

@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+from collections.abc import Mapping
 
 import yaml
 
@@ -90,11 +91,19 @@ def did_you_mean(name):
     return close[0] if close else None
 
 
-def unknown_variables(names):
-    """[(name, suggestion or None)] for the names with one of our prefixes that nothing reads."""
+def registered_result(value):
+    """True for a task result a play registered: Ansible registers every result as a dict with
+    ``changed``, which no setting of ours has. The user's own ``register: gds_smi`` is no typo."""
+    return isinstance(value, Mapping) and "changed" in value
+
+
+def unknown_variables(variables):
+    """[(name, suggestion or None)] for the variables with one of our prefixes that nothing reads
+    (``variables``: a host's variables, or only their names)."""
+    values = variables if isinstance(variables, Mapping) else {}
     out = []
-    for name in sorted(names):
-        if name.startswith(PREFIXES) and name not in known_variables():
+    for name in sorted(variables):
+        if name.startswith(PREFIXES) and name not in known_variables() and not registered_result(values.get(name)):
             out.append((name, did_you_mean(name)))
     return out
 
