@@ -330,13 +330,8 @@ def release_view(raw, data, release):
     return view
 
 
-def schema_for(release, schema_dir=None):
-    """The :class:`CufileSchema` of a known release ("1.17", or a full version "1.17.1.22")."""
-    return load_schema(release, schema_dir)
-
-
 def load_schema(version=DEFAULT_VERSION, schema_dir=None):
-    """The :class:`CufileSchema` for ``version`` (cached): the release's own schema file where
+    """The :class:`CufileSchema` for ``version`` ("1.17", or a full version "1.17.1.22"; cached): the release's own schema file where
     there is one, else the base (1.15) file, in the view of that release's measurements."""
     release = release_of(version)
     if release is None:
