@@ -331,8 +331,9 @@ def release_view(raw, data, release):
 
 
 def load_schema(version=DEFAULT_VERSION, schema_dir=None):
-    """The :class:`CufileSchema` for ``version`` ("1.17", or a full version "1.17.1.22"; cached): the release's own schema file where
-    there is one, else the base (1.15) file, in the view of that release's measurements."""
+    """The :class:`CufileSchema` for ``version`` ("1.17", or a full version "1.17.1.22"; cached):
+    the release's own schema file where there is one, else the base (1.15) file, in the view of
+    that release's measurements."""
     release = release_of(version)
     if release is None:
         raise ValueError("no cufile.json schema for libcufile %s (known releases: %s)"
