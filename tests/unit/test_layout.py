@@ -252,3 +252,30 @@ def test_relative_dynamic_and_other_plugin_imports_are_checked_too(tmp_path):
         "plugins/modules/thing.py: target-side code imports requests, not in the standard library, unguarded",
         "plugins/module_utils/_gds/lazy.py: module_utils imports jsonschema, not in the standard library, unguarded",
     ]
+
+
+ISSUE_NUMBER = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+
+
+def issue_numbers(root):
+    """``path:line`` of every issue number under ``root``/plugins: a docstring or comment says what
+    and why; which issue asked for it is git's history."""
+    found = []
+    for d, dirs, files in os.walk(os.path.join(root, "plugins")):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for name in sorted(files):
+            with open(os.path.join(d, name), "rb") as f:
+                for number, line in enumerate(f.read().decode("utf-8", "replace").splitlines(), 1):
+                    if ISSUE_NUMBER.search(line):
+                        found.append("%s:%d" % (os.path.relpath(os.path.join(d, name), root), number))
+    return found
+
+
+def test_plugins_name_no_issue_numbers():
+    assert issue_numbers(ROOT) == []
+
+
+def test_an_issue_number_is_caught(tmp_path):
+    _write(tmp_path, "plugins/module_utils/_gds/a.py", '"""Measured on the host (issue 20)."""\n')
+    _write(tmp_path, "plugins/action/b.py", "# see Issue #7\nURL = 'https://github.com/o/r/issues/12'\n")
+    assert issue_numbers(str(tmp_path)) == ["plugins/action/b.py:1", "plugins/module_utils/_gds/a.py:1"]

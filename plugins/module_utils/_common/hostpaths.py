@@ -68,7 +68,7 @@ PATHS = {
     "lib_modules": ("file", "/lib/modules"),
     "dpkg_lock": ("file", "/var/lib/dpkg/lock-frontend"),
     "dpkg_admindir": ("file", "/var/lib/dpkg"),
-    # mofed / nvidia_fs (issue 6)
+    # mofed / nvidia_fs
     "proc": ("proc", "/proc"),
     "proc_locks": ("proc", "/proc/locks"),
     "dpkg_lock_backend": ("file", "/var/lib/dpkg/lock"),

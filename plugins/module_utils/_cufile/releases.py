@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpudirect.storage contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The libcufile releases the collection knows, as measured (issue 20). PRIVATE to the collection.
+"""The libcufile releases the collection knows, as measured on the GPU host. PRIVATE to the collection.
 Target-safe (standard library only): the facts' verdicts and the cufile_config module read it on
 the host; the controller's validator (plugin_utils/_cufile) imports it from here."""
 
 from __future__ import annotations
 
 
-# The libcufile releases measured on the H100 host (issue 20; schemas/cufile-releases.json holds the
+# The libcufile releases measured on the H100 host (schemas/cufile-releases.json holds the
 # measurements, a unit test keeps this table equal to it): release, the libcufile measured, and the
 # code cuFileDriverOpen returns for a config it refuses (-22 up to 1.18, 5002 =
 # CU_FILE_DRIVER_INVALID_PROPS from 1.19). Target-safe: the module's cufile_version choices and the
