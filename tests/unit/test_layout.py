@@ -136,24 +136,26 @@ def violations(root):
     return found
 
 
-def long_files(root):
-    """Files under plugins/ over LONG_FILE_LINES lines without a ``# long-file: <reason>`` line
-    in their first LONG_FILE_HEAD lines."""
-    found = []
-    base = os.path.join(root, "plugins")
-    for d, dirs, files in os.walk(base):
+def _plugin_lines(root):
+    """(path relative to ``root``, its lines) of every file under ``root``/plugins (no caches)."""
+    for d, dirs, files in os.walk(os.path.join(root, "plugins")):
         dirs[:] = sorted(x for x in dirs if not x.startswith((".", "__pycache__")))
         for name in sorted(files):
             if name.endswith((".pyc", ".pyo")):
                 continue
             path = os.path.join(d, name)
             with open(path, "rb") as f:
-                lines = f.read().decode("utf-8", "replace").splitlines()
-            if len(lines) <= LONG_FILE_LINES:
-                continue
-            if not any(LONG_FILE_MARK.match(line) for line in lines[:LONG_FILE_HEAD]):
-                found.append("%s: %d lines (over %d) and no '# long-file: <reason>' in its first %d lines"
-                             % (os.path.relpath(path, root), len(lines), LONG_FILE_LINES, LONG_FILE_HEAD))
+                yield os.path.relpath(path, root), f.read().decode("utf-8", "replace").splitlines()
+
+
+def long_files(root):
+    """Files under plugins/ over LONG_FILE_LINES lines without a ``# long-file: <reason>`` line
+    in their first LONG_FILE_HEAD lines."""
+    found = []
+    for rel, lines in _plugin_lines(root):
+        if len(lines) > LONG_FILE_LINES and not any(LONG_FILE_MARK.match(line) for line in lines[:LONG_FILE_HEAD]):
+            found.append("%s: %d lines (over %d) and no '# long-file: <reason>' in its first %d lines"
+                         % (rel, len(lines), LONG_FILE_LINES, LONG_FILE_HEAD))
     return found
 
 
@@ -260,15 +262,8 @@ ISSUE_NUMBER = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
 def issue_numbers(root):
     """``path:line`` of every issue number under ``root``/plugins: a docstring or comment says what
     and why; which issue asked for it is git's history."""
-    found = []
-    for d, dirs, files in os.walk(os.path.join(root, "plugins")):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-        for name in sorted(files):
-            with open(os.path.join(d, name), "rb") as f:
-                for number, line in enumerate(f.read().decode("utf-8", "replace").splitlines(), 1):
-                    if ISSUE_NUMBER.search(line):
-                        found.append("%s:%d" % (os.path.relpath(os.path.join(d, name), root), number))
-    return found
+    return ["%s:%d" % (rel, number) for rel, lines in _plugin_lines(root)
+            for number, line in enumerate(lines, 1) if ISSUE_NUMBER.search(line)]
 
 
 def test_plugins_name_no_issue_numbers():
